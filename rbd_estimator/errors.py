@@ -1,0 +1,13 @@
+"""The package's exception types. Every message names the offending joint, link, sensor or parameter."""
+
+
+class ModelError(ValueError):
+    """The robot description cannot be turned into a model (malformed URDF, bad tree, bad inertia, ...)."""
+
+
+class ConfigError(ValueError):
+    """A sensor configuration is invalid (unknown frame, sensor or parameter, bad value)."""
+
+
+class IllPosedError(ValueError):
+    """The sensor set does not determine the unknowns; the message says which are undetermined."""

@@ -1,0 +1,476 @@
+"""The estimator: plan once (Nori §IV-D), then estimate joint torques and contact wrenches every tick.
+
+``Estimator(model, config)`` builds Nori's system for the sensor set (:mod:`.layout`), checks that
+it is well posed and fixes permutations and the symbolic factorisation (:mod:`.plan`).
+``estimate()`` then runs one compiled function: kinematics, gather of the matrix and right-hand
+side, numeric LU with the planned pivots, substitution and outputs — in preallocated buffers,
+with no interpreted loop over bodies and no allocation.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ConfigError
+from ..model.robot_model import FREE, RobotModel
+from . import kinematics as kin
+from .config import SensorConfig
+from .layout import SystemLayout, motion_axes
+from .plan import PlanReport, block_triangular_order, check_well_posed, costs_of, random_states, refine_blocks
+from .sparse_lu import flops, gather, lu_solve, numeric_lu, symbolic_lu
+
+
+class ImuSample(NamedTuple):
+    """One IMU reading (``sensor_msgs/Imu`` conventions): orientation of the IMU frame in a z-up
+    world ``[x, y, z, w]``; angular velocity (rad/s) and proper linear acceleration (m/s², reads
+    +g upward at rest) in the IMU frame; optional angular acceleration (rad/s²)."""
+    orientation: np.ndarray
+    angular_velocity: np.ndarray
+    linear_acceleration: np.ndarray
+    angular_acceleration: np.ndarray | None = None
+
+
+class Estimate:
+    """Result of :meth:`Estimator.estimate`. Arrays are views into buffers that the next call
+    overwrites: copy what you keep.
+
+    * ``tau``: joint torques (N·m or N), in ``estimator.joint_names`` order;
+    * ``contact_wrenches``: ``(n_contacts, 6)`` ``[fx, fy, fz, tx, ty, tz]`` that the environment
+      applies to the robot, in each contact frame, torque about its origin;
+    * ``joint_wrenches``: ``(n_kept, 6)`` wrench the parent applies to the child at every kept fixed
+      joint (``estimator.kept_joints``), child frame, torque about the joint origin;
+    * ``residual``: whitened sensor residuals (dimensionless, one per sensor row) when the sensors
+      are redundant, else ``None``.
+    """
+
+    def __init__(self, est: "Estimator", out: np.ndarray, sol: np.ndarray):
+        lay = est._layout
+        nj, nc, nk = est.model.n_joints, len(lay.contacts), len(lay.kept_joints)
+        self._est = est
+        self.tau = out[:nj]
+        self.contact_wrenches = out[nj:nj + 6 * nc].reshape(nc, 6)
+        self.joint_wrenches = out[nj + 6 * nc:nj + 6 * nc + 6 * nk].reshape(nk, 6)
+        self.residual = out[nj + 6 * (nc + nk):] if est.plan.redundant else None
+        self._sol = sol
+        self._inputs = None
+
+    def contact(self, name: str) -> np.ndarray:
+        """The wrench of one contact by name."""
+        return self.contact_wrenches[self._est.contact_names.index(name)]
+
+    @property
+    def base_acceleration(self) -> np.ndarray:
+        """Floating-base acceleration in pinocchio's free-flyer layout ``[a_lin; ω̇]`` (base frame,
+        with the base's linear velocity taken as zero, see :mod:`.kinematics`)."""
+        return self._est._base_acceleration(self)
+
+
+class Estimator:
+    """Joint-torque and contact-wrench estimator for one robot and one sensor set.
+
+    ``model`` must have been built with the sensor joints kept (:meth:`from_urdf` does it).
+    Raises :class:`ConfigError` for a configuration that does not fit the model and
+    :class:`IllPosedError` when the sensors do not determine the unknowns.
+    """
+
+    def __init__(self, model: RobotModel, config: SensorConfig, seed: int = 0):
+        if model.floating_base and config.imu is None:
+            raise ConfigError("a floating-base estimate needs an IMU (parameter 'imu.frame'): it gives the base's "
+                              "angular velocity and acceleration")
+        self.model, self.config = model, config
+        self._layout = lay = SystemLayout(model, config)
+        self._init_kinematics()
+        rng = np.random.default_rng(seed)
+        states = list(random_states(lay, rng, 3))
+        A_states = [self._numeric_A(self._sources(*s)) for s in states]
+        self._prune_to_worst_case(A_states)
+        pattern = abs(A_states[0]) + abs(A_states[1]) + abs(A_states[2])
+        check_well_posed(lay, pattern.tocsr(), A_states[:2] if lay.n <= 3000 else A_states[:1])
+        self._plan_factorisation(A_states[0])
+        self._allocate()
+
+    @classmethod
+    def from_urdf(cls, xml: str, config: SensorConfig, seed: int = 0) -> "Estimator":
+        """Build the model from a URDF (floating base per the configuration, every configured
+        force-torque joint kept) and plan."""
+        joints = [ft.joint for ft in config.ft_sensors if ft.joint]
+        model = RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=joints)
+        return cls(model, config, seed=seed)
+
+    # ------------------------------------------------------------------ names
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.model.joint_names
+
+    @property
+    def contact_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.config.contacts)
+
+    @property
+    def contact_frames(self) -> tuple[str, ...]:
+        return tuple(c.frame for c in self.config.contacts)
+
+    @property
+    def ft_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.config.ft_sensors)
+
+    @property
+    def kept_joints(self) -> tuple[str, ...]:
+        return tuple(self._layout.kept_joints)
+
+    # ------------------------------------------------------------------ plan
+    def _init_kinematics(self):
+        m, lay = self.model, self._layout
+        self._jtype = m.joint_types.astype(np.int64)
+        self._parents = m.parents.astype(np.int64)
+        self._S = motion_axes(m)
+        jidx = {name: k for k, name in enumerate(m.joint_names)}
+        self._jofb = np.array([jidx.get(n, -1) if m.joint_dofs[i] == 1 else -1
+                               for i, n in enumerate(m.body_joint_names)], dtype=np.int64)
+        self._a0 = np.concatenate([np.zeros(3), -m.gravity])
+        if self.config.imu is not None:
+            f = lay.imu_frame
+            self._imu_body, self._imu_E, self._imu_r = f.body, f.E.copy(), f.r.copy()
+            chain, b = [], f.body
+            while b > 0:
+                chain.append(b)
+                b = m.parents[b]
+            self._imu_chain = np.array(chain[::-1], dtype=np.int64)
+        else:
+            self._imu_body, self._imu_E, self._imu_r = -1, np.eye(3), np.zeros(3)
+            self._imu_chain = np.zeros(0, dtype=np.int64)
+        NB = m.NB
+        self._E, self._r = np.zeros((NB, 3, 3)), np.zeros((NB, 3))
+        self._v, self._c, self._nu, self._Xa0 = (np.zeros((NB, 6)) for _ in range(4))
+
+    def _sources(self, q, dq, w_imu):
+        """``(src, rsrc)`` for a state (plan-time use; the tick fills the same in compiled code)."""
+        lay = self._layout
+        src, rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
+        src[0] = rsrc[0] = 1.0
+        _kinematics(self._jtype, self._parents, self._S, self._jofb, self.model.axes, self.model.E_tree,
+                    self.model.r_tree, self.model.inertias, self._a0, self._imu_body, self._imu_E, self._imu_r,
+                    self._imu_chain, q, dq, w_imu, self._E, self._r, self._v, self._c, self._nu, self._Xa0,
+                    src, rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv)
+        return src, rsrc
+
+    def _numeric_A(self, sources) -> sp.csr_matrix:
+        src = sources[0]
+        lay = self._layout
+        t = np.array(lay.triplets)
+        r, c, idx, coef = t[:, 0].astype(int), t[:, 1].astype(int), t[:, 2].astype(int), t[:, 3]
+        return sp.csr_matrix((coef * src[idx], (r, c)), shape=(lay.m, lay.n))
+
+    def _prune_to_worst_case(self, A_states):
+        """Drop triplets at positions that are zero at every random state: identically zero."""
+        lay = self._layout
+        nz = set()
+        for A in A_states:
+            coo = A.tocoo()
+            nz.update(zip(coo.row[coo.data != 0].tolist(), coo.col[coo.data != 0].tolist()))
+        lay.triplets = [t for t in lay.triplets if (t[0], t[1]) in nz]
+
+    def _system_triplets(self):
+        """Triplets of the matrix to factorise: ``A`` (square) or the KKT matrix
+        ``[[0, A_hᵀ, A_sᵀ], [A_h, 0, 0], [A_s, 0, -1]]`` of the weighted least-squares problem."""
+        lay = self._layout
+        if lay.m == lay.n:
+            return list(lay.triplets), lay.n, False
+        n, N = lay.n, lay.n + lay.m
+        trip = [(n + r, c, s, v) for r, c, s, v in lay.triplets]
+        trip += [(c, n + r, s, v) for r, c, s, v in lay.triplets]
+        trip += [(n + lay.m_hard + k, n + lay.m_hard + k, 0, -1.0) for k in range(lay.m_soft)]
+        return trip, N, True
+
+    def _plan_factorisation(self, A0):
+        lay = self._layout
+        trip, N, redundant = self._system_triplets()
+        t = np.array(trip)
+        tr, tc, ts, tv = t[:, 0].astype(np.int64), t[:, 1].astype(np.int64), t[:, 2].astype(np.int64), t[:, 3]
+        src0 = self._plan_src
+        K0 = sp.csr_matrix((tv * src0[ts], (tr, tc)), shape=(N, N))
+        K0.sum_duplicates()
+        rows, cols, blocks = block_triangular_order(K0, K0)
+        rows, cols = refine_blocks(K0, rows, cols, blocks)
+        rpos, cpos = np.empty(N, np.int64), np.empty(N, np.int64)
+        rpos[rows], cpos[cols] = np.arange(N), np.arange(N)
+        # CSR pattern of P K Q and the gather map from src to its values
+        pr, pc = rpos[tr], cpos[tc]
+        keys = pr * N + pc
+        ukeys, pos = np.unique(keys, return_inverse=True)
+        urow = ukeys // N
+        self._Ap = np.searchsorted(urow, np.arange(N + 1)).astype(np.int64)
+        self._Ai = (ukeys % N).astype(np.int64)
+        GK = sp.csr_matrix((tv, (pos, ts)), shape=(len(ukeys), lay.n_src))
+        self._GK = (GK.indptr.astype(np.int64), GK.indices.astype(np.int64), GK.data.copy())
+        self._Lp, self._Li, self._Up, self._Ui = symbolic_lu(self._Ap, self._Ai, N)
+        # right-hand side: rows of K are [0 (n); r (m)] for KKT, r for square; permuted by rows
+        R = lay.rhs_map()
+        if redundant:
+            R = sp.vstack([sp.csr_matrix((lay.n, lay.n_rsrc)), R]).tocsr()
+        R = R[rows].tocsr()
+        self._GR = (R.indptr.astype(np.int64), R.indices.astype(np.int64), R.data.copy())
+        # outputs from the permuted solution
+        O = lay.out_map.tocsc()
+        parts = [O]
+        if redundant:   # whitened residual e = λ_s
+            e = sp.csr_matrix((np.ones(lay.m_soft), (np.arange(lay.m_soft), lay.n + lay.m_hard + np.arange(lay.m_soft))),
+                              shape=(lay.m_soft, N))
+            parts = [sp.hstack([O, sp.csr_matrix((O.shape[0], N - lay.n))]), e]
+        Ofull = sp.vstack(parts).tocsc()
+        Operm = Ofull[:, cols].tocsr()
+        self._GO = (Operm.indptr.astype(np.int64), Operm.indices.astype(np.int64), Operm.data.copy())
+        self._n_out = Operm.shape[0]
+        self._N = N
+        self._sol_col = cpos                      # unknown j of K sits at x[cpos[j]]
+        nnz_lu = len(self._Li) + len(self._Ui)
+        rnea_ops, aba_ops = costs_of(lay)
+        sizes = np.diff(blocks)
+        self.plan = PlanReport(
+            n_unknowns=lay.n, n_equations=lay.m, n_sensor_rows=lay.m_soft, redundant=redundant, system_size=N,
+            nnz=len(ukeys), nnz_factors=nnz_lu, fill_in=nnz_lu - len(ukeys), n_blocks=len(sizes),
+            largest_block=int(sizes.max()), flops=flops(self._Lp, self._Li, self._Up) + int(GK.nnz) * 2,
+            rnea_ops=rnea_ops, aba_ops=aba_ops)
+
+    def _allocate(self):
+        lay = self._layout
+        self._src, self._rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
+        self._src[0] = self._rsrc[0] = 1.0
+        self._Ax = np.zeros(len(self._Ai))
+        self._Lx, self._Ux = np.zeros(len(self._Li)), np.zeros(len(self._Ui))
+        self._w = np.zeros(self._N)
+        self._x = np.zeros(self._N)
+        self._out = np.zeros(self._n_out)
+        self._imu_buf = np.zeros(13)
+        self._ft_buf = np.zeros(6 * len(self.config.ft_sensors))
+        self._cells_buf = np.zeros(lay.n_rsrc - lay.r_cells - len(self.config.joint_torque_sensors))
+        self._jt_buf = np.zeros(len(self.config.joint_torque_sensors))
+        self._info = np.zeros(4)
+        self.result = Estimate(self, self._out, self._x)
+
+    @property
+    def _plan_src(self):
+        rng = np.random.default_rng(12345)
+        q, dq, w = next(random_states(self._layout, rng, 1))
+        return self._sources(q, dq, w)[0]
+
+    # ------------------------------------------------------------------ tick
+    def estimate(self, q, dq, ddq, imu: ImuSample | None = None, ft=None, load_cells=None,
+                 joint_torques=None) -> Estimate:
+        """Estimate from one set of readings; see :class:`Estimate` for the outputs.
+
+        ``q``, ``dq``, ``ddq``: joint positions (rad, m), velocities and accelerations in
+        :attr:`joint_names` order. ``imu``: :class:`ImuSample` (required when the configuration has
+        an IMU). ``ft``: ``{sensor: [fx, fy, fz, tx, ty, tz]}`` or an ``(n_ft, 6)`` array in
+        :attr:`ft_names` order, each in its sensor's frame and measure direction. ``load_cells``:
+        ``{group: forces}`` or a sequence in configuration order (N). ``joint_torques``: array in
+        ``config.joint_torque_sensors`` order or ``{joint: τ}``. Raises ``ValueError`` naming the
+        input when one is missing, has the wrong shape or is not finite; nothing is computed then.
+        """
+        self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
+        status = _tick(
+            self._jtype, self._parents, self._S, self._jofb, self.model.axes, self.model.E_tree, self.model.r_tree,
+            self.model.inertias, self._a0, self._imu_body, self._imu_E, self._imu_r, self._imu_chain,
+            self._E, self._r, self._v, self._c, self._nu, self._Xa0, self._src, self._rsrc,
+            self._layout.r_c, self._layout.r_nu, self._layout.r_xa0, self._layout.r_imu_wv, self._layout.r_qdd,
+            self._layout.r_imu_acc, self._layout.r_imu_alpha, self._layout.r_ft, self._layout.r_cells,
+            self._layout.r_tau, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf, self._cells_buf,
+            self._jt_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, self._Lx,
+            self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
+        if status != 0:
+            self._raise_input_error(status)
+        self.result._inputs = (self._q, self._imu_buf)
+        return self.result
+
+    def _pack(self, q, dq, ddq, imu, ft, load_cells, joint_torques):
+        nj = self.model.n_joints
+        self._q, self._dq, self._ddq = (_vector(x, nj, name) for x, name in
+                                        ((q, "q"), (dq, "dq"), (ddq, "ddq")))
+        cfg = self.config
+        if cfg.imu is not None:
+            if imu is None:
+                raise ValueError("imu: the configuration has an IMU but no IMU sample was given")
+            b = self._imu_buf
+            b[0:4] = _vector(imu[0], 4, "imu.orientation")
+            b[4:7] = _vector(imu[1], 3, "imu.angular_velocity")
+            b[7:10] = _vector(imu[2], 3, "imu.linear_acceleration")
+            if cfg.imu.use_angular_acceleration:
+                if imu[3] is None:
+                    raise ValueError("imu.angular_acceleration is required (imu.use_angular_acceleration is true)")
+                b[10:13] = _vector(imu[3], 3, "imu.angular_acceleration")
+        n_ft = len(cfg.ft_sensors)
+        if n_ft:
+            if ft is None:
+                raise ValueError("ft: the configuration has force-torque sensors but no readings were given")
+            if isinstance(ft, dict):
+                for k, s in enumerate(cfg.ft_sensors):
+                    if s.name not in ft:
+                        raise ValueError(f"ft: no reading for force-torque sensor '{s.name}'")
+                    self._ft_buf[6 * k:6 * k + 6] = _vector(ft[s.name], 6, f"ft['{s.name}']")
+            else:
+                arr = np.asarray(ft, dtype=float)
+                if arr.shape != (n_ft, 6):
+                    raise ValueError(f"ft: expected shape ({n_ft}, 6) in ft_names order, got {arr.shape}")
+                self._ft_buf[:] = arr.reshape(-1)
+        if cfg.load_cells:
+            if load_cells is None:
+                raise ValueError("load_cells: the configuration has load cells but no readings were given")
+            o = 0
+            for k, lc in enumerate(cfg.load_cells):
+                v = load_cells[lc.name] if isinstance(load_cells, dict) else load_cells[k]
+                n = len(lc.positions)
+                self._cells_buf[o:o + n] = _vector(v, n, f"load_cells['{lc.name}']")
+                o += n
+        if cfg.joint_torque_sensors:
+            if joint_torques is None:
+                raise ValueError("joint_torques: the configuration has joint-torque sensors but none were given")
+            if isinstance(joint_torques, dict):
+                self._jt_buf[:] = [joint_torques[j] for j in cfg.joint_torque_sensors]
+            else:
+                self._jt_buf[:] = _vector(joint_torques, len(self._jt_buf), "joint_torques")
+
+    def _raise_input_error(self, status):
+        names = {1: ("q", self.joint_names), 2: ("dq", self.joint_names), 3: ("ddq", self.joint_names),
+                 4: ("imu", ("orientation",) * 4 + ("angular_velocity",) * 3 + ("linear_acceleration",) * 3
+                     + ("angular_acceleration",) * 3),
+                 5: ("ft", [f"{s} {a}" for s in self.ft_names for a in ("fx", "fy", "fz", "tx", "ty", "tz")]),
+                 6: ("load_cells", None), 7: ("joint_torques", self.config.joint_torque_sensors)}
+        which, index = int(self._info[0]), int(self._info[1])
+        if status == 1:
+            label, entries = names[which]
+            what = f" ({entries[index]})" if entries is not None and index < len(entries) else ""
+            raise ValueError(f"{label}[{index}]{what} is not finite; the sample was rejected")
+        raise FloatingPointError(f"the estimate is not finite (pivot ratio {self._info[2]:.3g}): the state is "
+                                 f"singular for this sensor set")
+
+    # ------------------------------------------------------------------ floating base
+    def _base_acceleration(self, result: Estimate) -> np.ndarray:
+        from ..dynamics.kinematics import S_FREE
+        from ..spatial import quat_to_R
+        m, lay = self.model, self._layout
+        if not m.floating_base:
+            return np.zeros(0)
+        q, imu = result._inputs
+        a0 = result._sol[self._sol_col[lay.col("a", m.body_names[0]):lay.col("a", m.body_names[0]) + 6]]
+        R_w0 = quat_to_R(imu[0:4]) @ self._E_F_to_base(q)
+        a_rel = a0 - np.concatenate([np.zeros(3), R_w0.T @ (-m.gravity)])
+        return S_FREE.T @ a_rel
+
+    def _E_F_to_base(self, q):
+        """Rotation from base coordinates to IMU-frame coordinates: ``E_F E_{b0}``."""
+        E = np.eye(3)
+        for i in self._imu_chain:
+            E = self._E[i] @ E
+        return self._imu_E @ E
+
+    def base_state(self, result: Estimate | None = None):
+        """Pinocchio free-flyer ``(q_base (7), v_base (6), a_base (6))`` of the last estimate:
+        position 0, orientation from the IMU, linear velocity 0 (Galilean choice), angular
+        velocity from the IMU gyro, acceleration from the estimate."""
+        from ..spatial import quat_to_R
+        result = result or self.result
+        q, imu = result._inputs
+        R_w0 = quat_to_R(imu[0:4]) @ self._E_F_to_base(q)
+        qb = np.zeros(7)
+        qb[3:7] = _R_to_quat(R_w0)
+        vb = np.concatenate([np.zeros(3), self._v[0, :3]])
+        return qb, vb, self._base_acceleration(result)
+
+
+def _vector(x, n, name) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected {n} values, got shape {a.shape}")
+    return a
+
+
+def _R_to_quat(R) -> np.ndarray:
+    """Rotation matrix → ``[x, y, z, w]``."""
+    w = np.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2.0
+    x = np.copysign(np.sqrt(max(0.0, 1.0 + R[0, 0] - R[1, 1] - R[2, 2])) / 2.0, R[2, 1] - R[1, 2])
+    y = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] + R[1, 1] - R[2, 2])) / 2.0, R[0, 2] - R[2, 0])
+    z = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] - R[1, 1] + R[2, 2])) / 2.0, R[1, 0] - R[0, 1])
+    return np.array([x, y, z, w])
+
+
+# ---------------------------------------------------------------------------- compiled tick
+@nb.njit(cache=True, nogil=True)
+def _kinematics(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
+                q, dq, w_imu, E, r, v, c, nu, Xa0, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv):
+    """Transforms into ``src``; bias terms and the IMU's ``ω_F × v_F`` into ``rsrc`` (eqs. 2–3)."""
+    NB = jtype.shape[0]
+    kin.joint_transforms(jtype, axes, E_tree, r_tree, jofb, q, E, r)
+    X = np.empty((NB, 6, 6))
+    for i in range(NB):
+        kin.plux_into(E[i], r[i], X[i])
+        for a in range(6):
+            for b in range(6):
+                src[1 + 36 * i + 6 * a + b] = X[i, a, b]
+    v0 = np.zeros(6)
+    if imu_body >= 0 and jtype[0] == FREE:
+        # ω of the IMU's body from the gyro, minus the joint rates between the base and that body
+        wb = imu_E.T @ w_imu
+        Eb0 = np.eye(3)
+        wrel = np.zeros(3)
+        for i in imu_chain:
+            qd = dq[jofb[i]] if jofb[i] >= 0 else 0.0
+            wrel = E[i] @ wrel + S[i, :3] * qd
+            Eb0 = E[i] @ Eb0
+        v0[:3] = Eb0.T @ (wb - wrel)
+    kin.velocity_pass(parents, jtype, S, jofb, X, dq, v0, a0, v, c, nu, Xa0, inertias)
+    for i in range(NB):
+        for a in range(6):
+            rsrc[r_c + 6 * i + a] = c[i, a]
+            rsrc[r_nu + 6 * i + a] = nu[i, a]
+            rsrc[r_xa0 + 6 * i + a] = Xa0[i, a]
+    if imu_body >= 0:
+        vb = v[imu_body]
+        wF = imu_E @ vb[:3]
+        vF = imu_E @ (vb[3:] - np.cross(imu_r, vb[:3]))
+        wv = np.cross(wF, vF)
+        for a in range(3):
+            rsrc[r_imu_wv + a] = wv[a]
+
+
+@nb.njit(cache=True, nogil=True)
+def _first_bad(x):
+    for k in range(x.shape[0]):
+        if not np.isfinite(x[k]):
+            return k
+    return -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _tick(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
+          E, r, v, c, nu, Xa0, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_imu_acc, r_imu_alpha, r_ft,
+          r_cells, r_tau, q, dq, ddq, imu, ft, cells, jt, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx,
+          Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
+    """One estimate. Returns 0, or 1 for a non-finite input (``info[0]`` = which, ``info[1]`` =
+    index), or 2 for a non-finite result."""
+    inputs = (q, dq, ddq, imu, ft, cells, jt)
+    for k in range(7):
+        bad = _first_bad(inputs[k])
+        if bad >= 0:
+            info[0] = k + 1
+            info[1] = bad
+            return 1
+    _kinematics(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
+                q, dq, imu[4:7], E, r, v, c, nu, Xa0, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
+    rsrc[r_qdd:r_qdd + ddq.shape[0]] = ddq
+    rsrc[r_imu_acc:r_imu_acc + 3] = imu[7:10]
+    rsrc[r_imu_alpha:r_imu_alpha + 3] = imu[10:13]
+    rsrc[r_ft:r_ft + ft.shape[0]] = ft
+    rsrc[r_cells:r_cells + cells.shape[0]] = cells
+    rsrc[r_tau:r_tau + jt.shape[0]] = jt
+    gather(GKp, GKi, GKx, src, Ax)                  # values of P D Q (eqs. 4, 16)
+    gather(GRp, GRi, GRx, rsrc, x)                  # right-hand side -P b
+    info[2] = numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w)
+    lu_solve(Lp, Li, Lx, Up, Ui, Ux, x)
+    gather(GOp, GOi, GOx, x, out)
+    for k in range(out.shape[0]):
+        if not np.isfinite(out[k]):
+            return 2
+    return 0

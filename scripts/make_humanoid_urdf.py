@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Generate the URDF models shipped with rbd_estimator: ``urdf/humanoid.urdf`` and ``urdf/arm.urdf``.
+
+    python scripts/make_humanoid_urdf.py            # rewrites both files next to this script's ../urdf
+    python scripts/make_humanoid_urdf.py --check    # exits 1 if the committed files are out of date
+
+The models are our own and carry no meshes. Every link is a solid primitive (box, cylinder or
+sphere) of uniform density, so its inertia tensor is physically valid by construction (positive
+definite, triangle inequality). Conventions: z up, x forward, y left (REP 103).
+
+Humanoid (38.5 kg, 22 revolute joints, floating ``pelvis``):
+
+* legs: ``{l,r}_hip_yaw`` (z), ``_hip_roll`` (x), ``_hip_pitch`` (y), ``_knee`` (y),
+  ``_ankle_pitch`` (y), ``_ankle_roll`` (x);
+* arms: ``{l,r}_shoulder_pitch`` (y), ``_shoulder_roll`` (x), ``_shoulder_yaw`` (z), ``_elbow`` (y);
+* neck: ``neck_yaw`` (z), ``neck_pitch`` (y);
+* six force-torque sensors on fixed joints, named as on iCub: ``{l,r}_leg_ft_sensor`` between
+  the hip and the thigh, ``{l,r}_foot_ft_sensor`` between the ankle and the foot,
+  ``{l,r}_arm_ft_sensor`` at the wrist (SDF ``force_torque``: frame ``child``, direction
+  ``child_to_parent``);
+* ``imu_link`` fixed on the pelvis (same orientation); ``l_sole``/``r_sole`` massless frames
+  under the feet, z up (the contact frames).
+
+Arm (fixed base, 6 revolute joints, ``wrist_ft_sensor`` between ``wrist_3_link`` and ``tool``,
+``tool0`` a massless frame at the tool tip).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from xml.sax.saxutils import escape
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+URDF_DIR = os.path.join(os.path.dirname(HERE), "urdf")
+
+AXES = {"x": "1 0 0", "y": "0 1 0", "z": "0 0 1"}
+
+
+# ----------------------------------------------------------------------------- solids
+def box(m, sx, sy, sz):
+    """(ixx, iyy, izz) of a solid box of mass ``m`` and sides ``sx, sy, sz`` about its centre."""
+    return (m * (sy ** 2 + sz ** 2) / 12, m * (sx ** 2 + sz ** 2) / 12, m * (sx ** 2 + sy ** 2) / 12)
+
+
+def cylinder(m, r, h):
+    """A solid cylinder along z."""
+    ixx = m * (3 * r ** 2 + h ** 2) / 12
+    return (ixx, ixx, m * r ** 2 / 2)
+
+
+def sphere(m, r):
+    i = 2 * m * r ** 2 / 5
+    return (i, i, i)
+
+
+def fmt(*vals):
+    return " ".join(f"{v:.6g}" for v in vals)
+
+
+class Urdf:
+    def __init__(self, name: str, header: str):
+        self.lines = ['<?xml version="1.0"?>', f"<!-- {escape(header)} -->", f'<robot name="{name}">']
+        self.mass = 0.0
+
+    def link(self, name, mass=0.0, com=(0, 0, 0), inertia=None):
+        if mass == 0.0:
+            self.lines.append(f'  <link name="{name}"/>')
+            return
+        self.mass += mass
+        ixx, iyy, izz = inertia
+        self.lines += [
+            f'  <link name="{name}">',
+            "    <inertial>",
+            f'      <origin xyz="{fmt(*com)}" rpy="0 0 0"/>',
+            f'      <mass value="{mass:.6g}"/>',
+            f'      <inertia ixx="{ixx:.6g}" ixy="0" ixz="0" iyy="{iyy:.6g}" iyz="0" izz="{izz:.6g}"/>',
+            "    </inertial>",
+            "  </link>",
+        ]
+
+    def joint(self, name, kind, parent, child, xyz=(0, 0, 0), rpy=(0, 0, 0), axis="z",
+              lower=-2.5, upper=2.5, effort=150.0, velocity=10.0):
+        self.lines += [
+            f'  <joint name="{name}" type="{kind}">',
+            f'    <parent link="{parent}"/>',
+            f'    <child link="{child}"/>',
+            f'    <origin xyz="{fmt(*xyz)}" rpy="{fmt(*rpy)}"/>',
+        ]
+        if kind != "fixed":
+            self.lines += [
+                f'    <axis xyz="{AXES[axis]}"/>',
+                f'    <limit lower="{lower}" upper="{upper}" effort="{effort}" velocity="{velocity}"/>',
+                '    <dynamics damping="0.0" friction="0.0"/>',
+            ]
+        self.lines.append("  </joint>")
+
+    def ft_sensor(self, joint, name):
+        self.lines += [
+            f'  <gazebo reference="{joint}">',
+            f'    <sensor name="{name}" type="force_torque">',
+            "      <always_on>true</always_on>",
+            "      <update_rate>1000</update_rate>",
+            "      <force_torque>",
+            "        <frame>child</frame>",
+            "        <measure_direction>child_to_parent</measure_direction>",
+            "      </force_torque>",
+            "    </sensor>",
+            "  </gazebo>",
+        ]
+
+    def imu_sensor(self, link, name):
+        self.lines += [
+            f'  <gazebo reference="{link}">',
+            f'    <sensor name="{name}" type="imu">',
+            "      <always_on>true</always_on>",
+            "      <update_rate>1000</update_rate>",
+            "    </sensor>",
+            "  </gazebo>",
+        ]
+
+    def text(self):
+        return "\n".join(self.lines + ["</robot>", ""])
+
+
+# ----------------------------------------------------------------------------- humanoid
+def humanoid() -> str:
+    u = Urdf("rbd_humanoid", "Generated by scripts/make_humanoid_urdf.py - do not edit by hand.")
+    u.link("pelvis", 5.0, (0, 0, 0), box(5.0, 0.15, 0.24, 0.12))
+    u.link("imu_link")
+    u.joint("imu_joint", "fixed", "pelvis", "imu_link", xyz=(0.0, 0.0, 0.05))
+    u.imu_sensor("imu_link", "imu_sensor")
+    u.link("torso", 9.0, (0, 0, 0.175), box(9.0, 0.16, 0.28, 0.35))
+    u.joint("torso_joint", "fixed", "pelvis", "torso", xyz=(0.0, 0.0, 0.10))
+    # neck
+    u.link("neck_link", 0.3, (0, 0, 0.03), cylinder(0.3, 0.03, 0.06))
+    u.joint("neck_yaw", "revolute", "torso", "neck_link", xyz=(0, 0, 0.36), axis="z",
+            lower=-1.5, upper=1.5, effort=20.0)
+    u.link("head", 2.2, (0, 0, 0.10), sphere(2.2, 0.10))
+    u.joint("neck_pitch", "revolute", "neck_link", "head", xyz=(0, 0, 0.06), axis="y",
+            lower=-0.8, upper=0.8, effort=20.0)
+    for side, s in (("l", 1.0), ("r", -1.0)):
+        # arm: 4 joints, force-torque sensor at the wrist
+        u.link(f"{side}_shoulder_link", 0.3, (0, 0, 0), sphere(0.3, 0.04))
+        u.joint(f"{side}_shoulder_pitch", "revolute", "torso", f"{side}_shoulder_link",
+                xyz=(0, s * 0.18, 0.30), axis="y", effort=60.0)
+        u.link(f"{side}_shoulder_roll_link", 0.3, (0, 0, 0), sphere(0.3, 0.04))
+        u.joint(f"{side}_shoulder_roll", "revolute", f"{side}_shoulder_link", f"{side}_shoulder_roll_link",
+                axis="x", lower=-1.5 if s < 0 else -0.2, upper=0.2 if s < 0 else 1.5, effort=60.0)
+        u.link(f"{side}_upper_arm", 1.2, (0, 0, -0.11), cylinder(1.2, 0.04, 0.22))
+        u.joint(f"{side}_shoulder_yaw", "revolute", f"{side}_shoulder_roll_link", f"{side}_upper_arm",
+                xyz=(0, 0, -0.05), axis="z", effort=40.0)
+        u.link(f"{side}_forearm", 0.8, (0, 0, -0.10), cylinder(0.8, 0.035, 0.20))
+        u.joint(f"{side}_elbow", "revolute", f"{side}_upper_arm", f"{side}_forearm",
+                xyz=(0, 0, -0.25), axis="y", lower=-2.5, upper=0.0, effort=40.0)
+        u.link(f"{side}_hand", 0.4, (0, 0, -0.05), box(0.4, 0.08, 0.04, 0.10))
+        u.joint(f"{side}_wrist_ft_joint", "fixed", f"{side}_forearm", f"{side}_hand", xyz=(0, 0, -0.22))
+        u.ft_sensor(f"{side}_wrist_ft_joint", f"{side}_arm_ft_sensor")
+        # leg: 6 joints, force-torque sensors in the upper leg and at the ankle
+        u.link(f"{side}_hip_yaw_link", 0.5, (0, 0, -0.03), cylinder(0.5, 0.04, 0.06))
+        u.joint(f"{side}_hip_yaw", "revolute", "pelvis", f"{side}_hip_yaw_link",
+                xyz=(0, s * 0.09, -0.06), axis="z", lower=-1.0, upper=1.0, effort=100.0)
+        u.link(f"{side}_hip_roll_link", 0.6, (0, 0, 0), sphere(0.6, 0.05))
+        u.joint(f"{side}_hip_roll", "revolute", f"{side}_hip_yaw_link", f"{side}_hip_roll_link",
+                xyz=(0, 0, -0.07), axis="x", lower=-0.6, upper=0.6, effort=150.0)
+        u.link(f"{side}_hip_pitch_link", 0.5, (0, 0, -0.03), cylinder(0.5, 0.05, 0.06))
+        u.joint(f"{side}_hip_pitch", "revolute", f"{side}_hip_roll_link", f"{side}_hip_pitch_link",
+                axis="y", lower=-2.0, upper=1.0, effort=150.0)
+        u.link(f"{side}_thigh", 3.0, (0, 0, -0.15), cylinder(3.0, 0.06, 0.30))
+        u.joint(f"{side}_leg_ft_joint", "fixed", f"{side}_hip_pitch_link", f"{side}_thigh", xyz=(0, 0, -0.07))
+        u.ft_sensor(f"{side}_leg_ft_joint", f"{side}_leg_ft_sensor")
+        u.link(f"{side}_shank", 2.0, (0, 0, -0.15), cylinder(2.0, 0.05, 0.30))
+        u.joint(f"{side}_knee", "revolute", f"{side}_thigh", f"{side}_shank",
+                xyz=(0, 0, -0.35), axis="y", lower=0.0, upper=2.5, effort=150.0)
+        u.link(f"{side}_ankle_pitch_link", 0.3, (0, 0, 0), sphere(0.3, 0.04))
+        u.joint(f"{side}_ankle_pitch", "revolute", f"{side}_shank", f"{side}_ankle_pitch_link",
+                xyz=(0, 0, -0.35), axis="y", lower=-1.2, upper=1.2, effort=100.0)
+        u.link(f"{side}_ankle_roll_link", 0.3, (0, 0, 0), sphere(0.3, 0.04))
+        u.joint(f"{side}_ankle_roll", "revolute", f"{side}_ankle_pitch_link", f"{side}_ankle_roll_link",
+                axis="x", lower=-0.6, upper=0.6, effort=100.0)
+        u.link(f"{side}_foot", 0.8, (0.03, 0, -0.03), box(0.8, 0.22, 0.10, 0.04))
+        u.joint(f"{side}_foot_ft_joint", "fixed", f"{side}_ankle_roll_link", f"{side}_foot", xyz=(0, 0, -0.04))
+        u.ft_sensor(f"{side}_foot_ft_joint", f"{side}_foot_ft_sensor")
+        u.link(f"{side}_sole")
+        u.joint(f"{side}_sole_joint", "fixed", f"{side}_foot", f"{side}_sole", xyz=(0.03, 0, -0.05))
+    assert abs(u.mass - 38.5) < 1e-9, u.mass
+    return u.text()
+
+
+# ----------------------------------------------------------------------------- arm
+def arm() -> str:
+    u = Urdf("rbd_arm", "Generated by scripts/make_humanoid_urdf.py - do not edit by hand.")
+    u.link("base_link", 2.0, (0, 0, 0.04), cylinder(2.0, 0.07, 0.08))
+    u.link("shoulder_link", 1.5, (0, 0, 0.05), cylinder(1.5, 0.06, 0.10))
+    u.joint("shoulder_pan", "revolute", "base_link", "shoulder_link", xyz=(0, 0, 0.10), axis="z",
+            lower=-3.1, upper=3.1, effort=80.0)
+    u.link("upper_arm", 2.0, (0, 0, 0.15), cylinder(2.0, 0.05, 0.30))
+    u.joint("shoulder_lift", "revolute", "shoulder_link", "upper_arm", xyz=(0, 0, 0.10), axis="y",
+            lower=-2.0, upper=2.0, effort=80.0)
+    u.link("forearm", 1.2, (0, 0, 0.125), cylinder(1.2, 0.04, 0.25))
+    u.joint("elbow", "revolute", "upper_arm", "forearm", xyz=(0, 0, 0.30), axis="y",
+            lower=-2.6, upper=2.6, effort=50.0)
+    u.link("wrist_1_link", 0.4, (0, 0, 0.025), cylinder(0.4, 0.035, 0.05))
+    u.joint("wrist_1", "revolute", "forearm", "wrist_1_link", xyz=(0, 0, 0.25), axis="y", effort=20.0)
+    u.link("wrist_2_link", 0.4, (0, 0, 0.025), cylinder(0.4, 0.035, 0.05))
+    u.joint("wrist_2", "revolute", "wrist_1_link", "wrist_2_link", xyz=(0, 0, 0.05), axis="z", effort=20.0)
+    u.link("wrist_3_link", 0.3, (0, 0, 0.02), cylinder(0.3, 0.035, 0.04))
+    u.joint("wrist_3", "revolute", "wrist_2_link", "wrist_3_link", xyz=(0, 0, 0.05), axis="x", effort=20.0)
+    u.link("tool", 0.5, (0, 0, 0.04), cylinder(0.5, 0.04, 0.08))
+    u.joint("wrist_ft_joint", "fixed", "wrist_3_link", "tool", xyz=(0, 0, 0.04))
+    u.ft_sensor("wrist_ft_joint", "wrist_ft_sensor")
+    u.link("tool0")
+    u.joint("tool0_joint", "fixed", "tool", "tool0", xyz=(0, 0, 0.10))
+    return u.text()
+
+
+MODELS = {"humanoid.urdf": humanoid, "arm.urdf": arm}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="only check that the files are up to date")
+    ap.add_argument("--out", default=URDF_DIR, help="output folder (default: the package's urdf/)")
+    args = ap.parse_args(argv)
+    stale = []
+    for name, make in MODELS.items():
+        path = os.path.join(args.out, name)
+        text = make()
+        if args.check:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    if fh.read() != text:
+                        stale.append(path)
+            except OSError:
+                stale.append(path)
+            continue
+        os.makedirs(args.out, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {path}")
+    if stale:
+        print("out of date (run scripts/make_humanoid_urdf.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

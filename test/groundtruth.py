@@ -1,0 +1,188 @@
+"""Sensor data generated from a known ground truth with pinocchio (independent of our estimator).
+
+A random floating-base state (including a base linear velocity, which the estimator never sees)
+and chosen contact wrenches that satisfy the floating-base equations; joint torques from
+pinocchio's ``rnea`` with those wrenches; force-torque readings from pinocchio's internal joint
+wrenches ``data.f`` of a second pinocchio model in which every sensor joint is turned into a
+(motionless) revolute joint, converted to each sensor's frame and direction; the IMU from
+pinocchio's frame kinematics.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pinocchio as pin
+
+from rbd_estimator.estimation import ImuSample
+
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+
+def unfix_joints(xml: str, joints) -> str:
+    """The URDF with the named fixed joints made revolute (about z), so pinocchio keeps them."""
+    for j in joints:
+        pat = re.compile(r'(<joint\s+name="%s"\s+type=")fixed(")' % re.escape(j))
+        xml, n = pat.subn(r"\1revolute\2", xml)
+        assert n == 1, j
+        xml = re.sub(r'(<joint\s+name="%s"\s+type="revolute"\s*>)' % re.escape(j),
+                     r'\1<axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/>', xml)
+    return xml
+
+
+class GroundTruth:
+    """Generates consistent states, wrenches and sensor readings for an estimator's configuration."""
+
+    def __init__(self, xml: str, estimator):
+        self.est = estimator
+        self.model = estimator.model
+        cfg = estimator.config
+        self.cfg = cfg
+        ft_joints = [estimator._layout.ft_sensor(s).joint for s in cfg.ft_sensors]
+        self.pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if cfg.floating_base else pin.buildModelFromXML(xml)
+        self.pd = self.pm.createData()
+        self.pm_ft = (pin.buildModelFromXML(unfix_joints(xml, ft_joints), pin.JointModelFreeFlyer())
+                      if cfg.floating_base else pin.buildModelFromXML(unfix_joints(xml, ft_joints)))
+        self.pd_ft = self.pm_ft.createData()
+        self.ft_joints = ft_joints
+
+    # ------------------------------------------------------------------ vector maps
+    def _to_pin(self, pm, q_base, v_base, a_base, qj, vj, aj):
+        q, v, a = pin.neutral(pm), np.zeros(pm.nv), np.zeros(pm.nv)
+        o_q, o_v = (7, 6) if self.cfg.floating_base else (0, 0)
+        if self.cfg.floating_base:
+            q[:7], v[:6], a[:6] = q_base, v_base, a_base
+        for k, name in enumerate(self.model.joint_names):
+            jid = pm.getJointId(name)
+            q[pm.idx_qs[jid]] = qj[k]
+            v[pm.idx_vs[jid]] = vj[k]
+            a[pm.idx_vs[jid]] = aj[k]
+        return q, v, a
+
+    def _fext(self, pm, wrenches):
+        fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+        for (c, w) in zip(self.cfg.contacts, wrenches):
+            fid = pm.getFrameId(c.frame)
+            fr = pm.frames[fid]
+            fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+        return fext
+
+    # ------------------------------------------------------------------ sample
+    def sample(self, rng, wrench_scale=50.0):
+        """Random consistent sample: returns ``(inputs, truth)``; ``inputs`` are the estimator's
+        keyword arguments, ``truth`` has ``tau`` (joint order) and ``wrenches`` (n_contacts, 6)."""
+        m, cfg = self.model, self.cfg
+        nj = m.n_joints
+        qj, vj, aj = rng.uniform(-1.2, 1.2, nj), rng.normal(size=nj), rng.normal(size=nj)
+        quat = rng.normal(size=4)
+        q_base = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
+        v_base, a_base = rng.normal(size=6), rng.normal(size=6)
+        q, v, a = self._to_pin(self.pm, q_base, v_base, a_base, qj, vj, aj)
+        wrenches = self._consistent_wrenches(q, v, a, rng, wrench_scale)
+        tau_full = pin.rnea(self.pm, self.pd, q, v, a, self._fext(self.pm, wrenches))
+        if cfg.floating_base:
+            assert np.max(np.abs(tau_full[:6])) < 1e-8 * max(1.0, np.max(np.abs(tau_full)))
+        tau = np.array([tau_full[self.pm.idx_vs[self.pm.getJointId(n)]] for n in m.joint_names])
+        inputs = dict(q=qj, dq=vj, ddq=aj)
+        if cfg.imu is not None:
+            inputs["imu"] = self._imu(q, v, a)
+        if cfg.ft_sensors:
+            inputs["ft"] = self._ft(q_base, v_base, a_base, qj, vj, aj, wrenches)
+        if cfg.load_cells:
+            inputs["load_cells"] = self._cells(wrenches)
+        if cfg.joint_torque_sensors:
+            inputs["joint_torques"] = np.array([tau[m.joint_names.index(j)] for j in cfg.joint_torque_sensors])
+        return inputs, dict(tau=tau, wrenches=np.array(wrenches).reshape(-1, 6))
+
+    def _consistent_wrenches(self, q, v, a, rng, scale):
+        """Random wrenches on all contacts but the last; the last one balances the base (floating)."""
+        cfg = self.cfg
+        comps = {"full_wrench": [0, 1, 2, 3, 4, 5], "point_force": [0, 1, 2], "slippery": [2, 3, 4, 5]}
+        ws = []
+        for c in cfg.contacts:
+            w = np.zeros(6)
+            w[comps[c.type]] = rng.normal(size=len(comps[c.type])) * scale
+            ws.append(w)
+        if not cfg.floating_base or not ws:
+            return ws
+        base = lambda wl: pin.rnea(self.pm, self.pd, q, v, a, self._fext(self.pm, wl))[:6].copy()  # noqa: E731
+        last = cfg.contacts[-1]
+        free = comps[last.type]
+        ws[-1] = np.zeros(6)
+        r0 = base(ws)
+        J = np.zeros((6, len(free)))
+        for k, idx in enumerate(free):
+            probe = [w.copy() for w in ws]
+            probe[-1][idx] = 1.0
+            J[:, k] = base(probe) - r0
+        sol, *_ = np.linalg.lstsq(J, -r0, rcond=None)
+        if np.linalg.norm(J @ sol + r0) > 1e-9 * max(1.0, np.linalg.norm(r0)):
+            # the last contact alone cannot balance: spread over all contacts' free components
+            cols, blocks = [], []
+            for ci, c in enumerate(cfg.contacts):
+                for idx in comps[c.type]:
+                    probe = [np.zeros(6) for _ in ws]
+                    probe[ci][idx] = 1.0
+                    cols.append(base(probe) - base([np.zeros(6) for _ in ws]))
+                    blocks.append((ci, idx))
+            Jall = np.array(cols).T
+            zero = base([np.zeros(6) for _ in ws])
+            x0 = np.concatenate([ws[ci][[i for i in comps[c.type]]] for ci, c in enumerate(cfg.contacts)])
+            # minimum change from the random wrenches that balances the base
+            corr, *_ = np.linalg.lstsq(Jall, -(zero + Jall @ x0), rcond=None)
+            x = x0 + corr
+            ws = [np.zeros(6) for _ in ws]
+            for (ci, idx), val in zip(blocks, x):
+                ws[ci][idx] = val
+            return ws
+        for k, idx in enumerate(free):
+            ws[-1][idx] = sol[k]
+        return ws
+
+    def _imu(self, q, v, a):
+        pm, pd = self.pm, self.pd
+        fid = pm.getFrameId(self.cfg.imu.frame)
+        pin.forwardKinematics(pm, pd, q, v, a)
+        pin.updateFramePlacements(pm, pd)
+        R = pd.oMf[fid].rotation
+        omega = pin.getFrameVelocity(pm, pd, fid, pin.LOCAL).angular
+        acc = pin.getFrameClassicalAcceleration(pm, pd, fid, pin.LOCAL).linear - R.T @ GRAVITY
+        alpha = pin.getFrameAcceleration(pm, pd, fid, pin.LOCAL).angular
+        quat = pin.Quaternion(R).coeffs()    # x, y, z, w
+        return ImuSample(np.array(quat), np.array(omega), np.array(acc),
+                         np.array(alpha) if self.cfg.imu.use_angular_acceleration else None)
+
+    def _ft(self, q_base, v_base, a_base, qj, vj, aj, wrenches):
+        pm, pd = self.pm_ft, self.pd_ft
+        q, v, a = self._to_pin(pm, q_base, v_base, a_base, qj, vj, aj)
+        pin.rnea(pm, pd, q, v, a, self._fext(pm, wrenches))
+        out = []
+        for s, joint in zip(self.cfg.ft_sensors, self.ft_joints):
+            sensor = self.model.ft_sensor(joint)
+            f = pd.f[pm.getJointId(joint)]          # parent → child, child frame, about the joint origin
+            w = np.concatenate([f.linear, f.angular])
+            frame = s.frame or sensor.frame
+            direction = s.measure_direction or sensor.measure_direction
+            if frame == "parent":
+                jid = pm.getJointId(joint)
+                R = pm.jointPlacements[jid].rotation                  # child axes in parent-joint axes
+                parent_link = pm.frames[pm.getFrameId(sensor.parent_link)]
+                Rp = parent_link.placement.rotation                    # parent link in its joint's axes
+                Rc = Rp.T @ R
+                w = np.concatenate([Rc @ w[:3], Rc @ w[3:]])
+            elif frame == "sensor":
+                w = np.concatenate([sensor.E_sensor @ w[:3], sensor.E_sensor @ w[3:]])
+            out.append(-w if direction == "child_to_parent" else w)
+        return np.array(out)
+
+    def _cells(self, wrenches):
+        """Cell forces reproducing fz, tx, ty of each group's contact (minimum-norm split)."""
+        out = []
+        for lc in self.cfg.load_cells:
+            ci = [c.name for c in self.cfg.contacts].index(lc.contact)
+            w = wrenches[ci]
+            x, y = lc.positions[:, 0], lc.positions[:, 1]
+            C = np.vstack([np.ones_like(x), y, -x])
+            F, *_ = np.linalg.lstsq(C, np.array([w[2], w[3], w[4]]), rcond=None)
+            out.append(F)
+        return out
