@@ -1,7 +1,8 @@
 """Sensor data generated from a known ground truth with pinocchio (independent of our estimator).
 
-A random floating-base state (including a base linear velocity, which the estimator never sees)
-and chosen contact wrenches that satisfy the floating-base equations; joint torques from
+A random state (including a base linear velocity, which the estimator never sees), random contact
+wrenches of each contact's model, and the base acceleration that makes the floating-base
+equations hold; joint torques from
 pinocchio's ``rnea`` with those wrenches; force-torque readings from pinocchio's internal joint
 wrenches ``data.f`` of a second pinocchio model in which every sensor joint is turned into a
 (motionless) revolute joint, converted to each sensor's frame and direction; the IMU from
@@ -76,9 +77,12 @@ class GroundTruth:
         qj, vj, aj = rng.uniform(-1.2, 1.2, nj), rng.normal(size=nj), rng.normal(size=nj)
         quat = rng.normal(size=4)
         q_base = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
-        v_base, a_base = rng.normal(size=6), rng.normal(size=6)
+        v_base, a_base = rng.normal(size=6), np.zeros(6)
         q, v, a = self._to_pin(self.pm, q_base, v_base, a_base, qj, vj, aj)
-        wrenches = self._consistent_wrenches(q, v, a, rng, wrench_scale)
+        wrenches = self._random_wrenches(rng, wrench_scale)
+        if cfg.floating_base:
+            a_base = self._consistent_base_acceleration(q, v, a, wrenches)
+            a[:6] = a_base
         tau_full = pin.rnea(self.pm, self.pd, q, v, a, self._fext(self.pm, wrenches))
         if cfg.floating_base:
             assert np.max(np.abs(tau_full[:6])) < 1e-8 * max(1.0, np.max(np.abs(tau_full)))
@@ -94,50 +98,26 @@ class GroundTruth:
             inputs["joint_torques"] = np.array([tau[m.joint_names.index(j)] for j in cfg.joint_torque_sensors])
         return inputs, dict(tau=tau, wrenches=np.array(wrenches).reshape(-1, 6))
 
-    def _consistent_wrenches(self, q, v, a, rng, scale):
-        """Random wrenches on all contacts but the last; the last one balances the base (floating)."""
-        cfg = self.cfg
+    def _random_wrenches(self, rng, scale):
+        """Random wrenches with the free components of each contact model (zero elsewhere)."""
         comps = {"full_wrench": [0, 1, 2, 3, 4, 5], "point_force": [0, 1, 2], "slippery": [2, 3, 4, 5]}
         ws = []
-        for c in cfg.contacts:
+        for c in self.cfg.contacts:
             w = np.zeros(6)
             w[comps[c.type]] = rng.normal(size=len(comps[c.type])) * scale
             ws.append(w)
-        if not cfg.floating_base or not ws:
-            return ws
-        base = lambda wl: pin.rnea(self.pm, self.pd, q, v, a, self._fext(self.pm, wl))[:6].copy()  # noqa: E731
-        last = cfg.contacts[-1]
-        free = comps[last.type]
-        ws[-1] = np.zeros(6)
-        r0 = base(ws)
-        J = np.zeros((6, len(free)))
-        for k, idx in enumerate(free):
-            probe = [w.copy() for w in ws]
-            probe[-1][idx] = 1.0
-            J[:, k] = base(probe) - r0
-        sol, *_ = np.linalg.lstsq(J, -r0, rcond=None)
-        if np.linalg.norm(J @ sol + r0) > 1e-9 * max(1.0, np.linalg.norm(r0)):
-            # the last contact alone cannot balance: spread over all contacts' free components
-            cols, blocks = [], []
-            for ci, c in enumerate(cfg.contacts):
-                for idx in comps[c.type]:
-                    probe = [np.zeros(6) for _ in ws]
-                    probe[ci][idx] = 1.0
-                    cols.append(base(probe) - base([np.zeros(6) for _ in ws]))
-                    blocks.append((ci, idx))
-            Jall = np.array(cols).T
-            zero = base([np.zeros(6) for _ in ws])
-            x0 = np.concatenate([ws[ci][[i for i in comps[c.type]]] for ci, c in enumerate(cfg.contacts)])
-            # minimum change from the random wrenches that balances the base
-            corr, *_ = np.linalg.lstsq(Jall, -(zero + Jall @ x0), rcond=None)
-            x = x0 + corr
-            ws = [np.zeros(6) for _ in ws]
-            for (ci, idx), val in zip(blocks, x):
-                ws[ci][idx] = val
-            return ws
-        for k, idx in enumerate(free):
-            ws[-1][idx] = sol[k]
         return ws
+
+    def _consistent_base_acceleration(self, q, v, a, wrenches):
+        """The base acceleration for which the floating-base equations hold (τ_base = 0) under the
+        given joint accelerations and contact wrenches: τ_base is affine in it (M_bb a_b + c)."""
+        fext = self._fext(self.pm, wrenches)
+        a = a.copy()
+        a[:6] = 0.0
+        c = pin.rnea(self.pm, self.pd, q, v, a, fext)[:6].copy()
+        M = pin.crba(self.pm, self.pd, q)
+        Mbb = np.triu(M) + np.triu(M, 1).T
+        return np.linalg.solve(Mbb[:6, :6], -c)
 
     def _imu(self, q, v, a):
         pm, pd = self.pm, self.pd
@@ -158,7 +138,7 @@ class GroundTruth:
         pin.rnea(pm, pd, q, v, a, self._fext(pm, wrenches))
         out = []
         for s, joint in zip(self.cfg.ft_sensors, self.ft_joints):
-            sensor = self.model.ft_sensor(joint)
+            sensor = self.est._layout.ft_sensor(s)   # metadata only: joint, frame, direction
             f = pd.f[pm.getJointId(joint)]          # parent → child, child frame, about the joint origin
             w = np.concatenate([f.linear, f.angular])
             frame = s.frame or sensor.frame

@@ -16,6 +16,8 @@ hold lists of dictionaries, so every group is a list of names plus one sub-dicti
     joint_torque_sensors: [l_knee]
 
 Units: SI. Standard deviations are per axis (N, N·m, m/s², rad/s², N·m or N for joint torques).
+Joint positions, velocities and accelerations are inputs, not noisy sensors: they enter the
+kinematics and the right-hand side exactly (Nori's inverse-dynamics rows 7q̈).
 """
 from __future__ import annotations
 
@@ -93,7 +95,6 @@ class SensorConfig:
     load_cells: tuple[LoadCellConfig, ...] = ()
     joint_torque_sensors: tuple[str, ...] = ()
     joint_torque_stddev: float = 0.1
-    joint_acceleration_stddev: float = 0.1
     node: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
@@ -157,8 +158,7 @@ class SensorConfig:
                "contacts": [c.name for c in self.contacts],
                "load_cells": [c.name for c in self.load_cells],
                "joint_torque_sensors": list(self.joint_torque_sensors),
-               "joint_torque_stddev": self.joint_torque_stddev,
-               "joint_acceleration_stddev": self.joint_acceleration_stddev}
+               "joint_torque_stddev": self.joint_torque_stddev}
         if self.imu is not None:
             out.update({f"imu.{f.name}": getattr(self.imu, f.name) for f in fields(ImuConfig)})
         for s in self.ft_sensors:
@@ -212,7 +212,7 @@ def flatten(params: dict, prefix: str = "") -> dict:
 
 # ---------------------------------------------------------------------------- parsing
 _TOP = {"floating_base", "imu", "ft_sensors", "ft", "contacts", "contact", "load_cells", "load_cell",
-        "joint_torque_sensors", "joint_torque_stddev", "joint_acceleration_stddev"}
+        "joint_torque_sensors", "joint_torque_stddev"}
 
 
 class _Parser:
@@ -267,7 +267,6 @@ class _Parser:
             floating_base=fb, imu=imu, ft_sensors=ft, contacts=tuple(contacts), load_cells=cells,
             joint_torque_sensors=self.names("joint_torque_sensors"),
             joint_torque_stddev=self.get("joint_torque_stddev", 0.1, float),
-            joint_acceleration_stddev=self.get("joint_acceleration_stddev", 0.1, float),
             node={k: v for k, v in self.flat.items() if k.split(".")[0] not in _TOP})
         self.check_stddevs(cfg)
         return cfg

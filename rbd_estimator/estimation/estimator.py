@@ -19,8 +19,8 @@ from ..model.robot_model import FREE, RobotModel
 from . import kinematics as kin
 from .config import SensorConfig
 from .layout import SystemLayout, motion_axes
-from .plan import PlanReport, block_triangular_order, check_well_posed, costs_of, random_states, refine_blocks
-from .sparse_lu import flops, gather, lu_solve, numeric_lu, symbolic_lu
+from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
+from .sparse_lu import gather, lu_solve, numeric_lu
 
 
 class ImuSample(NamedTuple):
@@ -89,7 +89,7 @@ class Estimator:
         self._prune_to_worst_case(A_states)
         pattern = abs(A_states[0]) + abs(A_states[1]) + abs(A_states[2])
         check_well_posed(lay, pattern.tocsr(), A_states[:2] if lay.n <= 3000 else A_states[:1])
-        self._plan_factorisation(A_states[0])
+        self._plan_factorisation()
         self._allocate()
 
     @classmethod
@@ -185,55 +185,34 @@ class Estimator:
         trip += [(n + lay.m_hard + k, n + lay.m_hard + k, 0, -1.0) for k in range(lay.m_soft)]
         return trip, N, True
 
-    def _plan_factorisation(self, A0):
+    def _plan_factorisation(self):
         lay = self._layout
         trip, N, redundant = self._system_triplets()
-        t = np.array(trip)
-        tr, tc, ts, tv = t[:, 0].astype(np.int64), t[:, 1].astype(np.int64), t[:, 2].astype(np.int64), t[:, 3]
-        src0 = self._plan_src
-        K0 = sp.csr_matrix((tv * src0[ts], (tr, tc)), shape=(N, N))
-        K0.sum_duplicates()
-        rows, cols, blocks = block_triangular_order(K0, K0)
-        rows, cols = refine_blocks(K0, rows, cols, blocks)
-        rpos, cpos = np.empty(N, np.int64), np.empty(N, np.int64)
-        rpos[rows], cpos[cols] = np.arange(N), np.arange(N)
-        # CSR pattern of P K Q and the gather map from src to its values
-        pr, pc = rpos[tr], cpos[tc]
-        keys = pr * N + pc
-        ukeys, pos = np.unique(keys, return_inverse=True)
-        urow = ukeys // N
-        self._Ap = np.searchsorted(urow, np.arange(N + 1)).astype(np.int64)
-        self._Ai = (ukeys % N).astype(np.int64)
-        GK = sp.csr_matrix((tv, (pos, ts)), shape=(len(ukeys), lay.n_src))
-        self._GK = (GK.indptr.astype(np.int64), GK.indices.astype(np.int64), GK.data.copy())
-        self._Lp, self._Li, self._Up, self._Ui = symbolic_lu(self._Ap, self._Ai, N)
-        # right-hand side: rows of K are [0 (n); r (m)] for KKT, r for square; permuted by rows
+        lu = self._lu = plan_static_lu(trip, N, lay.n_src, self._plan_src)
+        self._Ap, self._Ai, self._GK = lu.Ap, lu.Ai, lu.G
+        self._Lp, self._Li, self._Up, self._Ui = lu.Lp, lu.Li, lu.Up, lu.Ui
+        # right-hand side: rows of K are [0 (n); r (m)] for KKT, r for square
         R = lay.rhs_map()
         if redundant:
-            R = sp.vstack([sp.csr_matrix((lay.n, lay.n_rsrc)), R]).tocsr()
-        R = R[rows].tocsr()
-        self._GR = (R.indptr.astype(np.int64), R.indices.astype(np.int64), R.data.copy())
-        # outputs from the permuted solution
-        O = lay.out_map.tocsc()
-        parts = [O]
-        if redundant:   # whitened residual e = λ_s
-            e = sp.csr_matrix((np.ones(lay.m_soft), (np.arange(lay.m_soft), lay.n + lay.m_hard + np.arange(lay.m_soft))),
-                              shape=(lay.m_soft, N))
-            parts = [sp.hstack([O, sp.csr_matrix((O.shape[0], N - lay.n))]), e]
-        Ofull = sp.vstack(parts).tocsc()
-        Operm = Ofull[:, cols].tocsr()
-        self._GO = (Operm.indptr.astype(np.int64), Operm.indices.astype(np.int64), Operm.data.copy())
-        self._n_out = Operm.shape[0]
+            R = sp.vstack([sp.csr_matrix((lay.n, lay.n_rsrc)), R])
+        self._GR = lu.permute_rows(R)
+        # outputs: τ, wrenches, and for KKT the whitened residuals e = λ_s
+        O = lay.out_map
+        if redundant:
+            e = sp.csr_matrix((np.ones(lay.m_soft), (np.arange(lay.m_soft),
+                                                     lay.n + lay.m_hard + np.arange(lay.m_soft))), shape=(lay.m_soft, N))
+            O = sp.vstack([sp.hstack([O, sp.csr_matrix((O.shape[0], N - lay.n))]), e])
+        self._GO = lu.permute_cols(O)
+        self._n_out = O.shape[0]
         self._N = N
-        self._sol_col = cpos                      # unknown j of K sits at x[cpos[j]]
-        nnz_lu = len(self._Li) + len(self._Ui)
+        self._sol_col = np.empty(N, np.int64)
+        self._sol_col[lu.cols] = np.arange(N)     # unknown j of K sits at x[_sol_col[j]]
         rnea_ops, aba_ops = costs_of(lay)
-        sizes = np.diff(blocks)
+        sizes = np.diff(lu.blocks)
         self.plan = PlanReport(
             n_unknowns=lay.n, n_equations=lay.m, n_sensor_rows=lay.m_soft, redundant=redundant, system_size=N,
-            nnz=len(ukeys), nnz_factors=nnz_lu, fill_in=nnz_lu - len(ukeys), n_blocks=len(sizes),
-            largest_block=int(sizes.max()), flops=flops(self._Lp, self._Li, self._Up) + int(GK.nnz) * 2,
-            rnea_ops=rnea_ops, aba_ops=aba_ops)
+            nnz=lu.nnz, nnz_factors=lu.nnz + lu.fill_in, fill_in=lu.fill_in, n_blocks=len(sizes),
+            largest_block=int(sizes.max()), flops=lu.flops, rnea_ops=rnea_ops, aba_ops=aba_ops)
 
     def _allocate(self):
         lay = self._layout

@@ -1,9 +1,10 @@
 """Nori's linear system ``D d + b = 0`` (eqs. 3–5, 7–8, 16, 18, 23) as sparse linear maps.
 
 Unknowns ``d`` (columns), per body i in regular numbering: spatial acceleration ``a_i`` (6), joint
-wrench ``f_i`` (6, parent → child, body coordinates), torque ``τ_i`` and acceleration ``q̈_i`` (one
-each for a 1-DoF joint, none for a kept fixed joint), then the free components ``h_c`` of every
-contact wrench. Known quantities are substituted rather than carried as unknowns: the external
+wrench ``f_i`` (6, parent → child, body coordinates) and torque ``τ_i`` (one for a 1-DoF joint, none
+for a kept fixed joint), then the free components ``h_c`` of every contact wrench. Known
+quantities are substituted rather than carried as unknowns: the joint accelerations given by the
+caller (rows 7q̈ of Nori's inverse dynamics, moved into the right-hand side of (3a)), the external
 wrench of a body without contact is zero (eqs. 7–8), a contact's wrench is ``f_i^x = Σ_c ⁱX*_F B_c
 h_c`` with ``B_c`` the contact model (full wrench, point force, slippery: eq. 23), and the
 unactuated floating base has ``f_0 = 0`` (its ``τ_0 = 0``) while its acceleration ``a_0`` is free.
@@ -106,7 +107,6 @@ class SystemLayout:
                 self._add_column("f", body, 6)
             if m.joint_dofs[i] == 1:
                 self._add_column("tau", m.body_joint_names[i], 1)
-                self._add_column("qdd", m.body_joint_names[i], 1)
         self.contacts = []
         for c in self.config.contacts:
             frame = self._frame(c.frame, f"contact.{c.name}.frame")
@@ -169,11 +169,12 @@ class SystemLayout:
     # ------------------------------------------------------------------ hard rows: eqs. (3a), (3f), (3τ)
     def _hard_rows(self):
         m = self.model
+        self._joint_index = {name: k for k, name in enumerate(m.joint_names)}
         children = m.children
         eye = np.eye(6)
         for i, body in enumerate(m.body_names):
             p, S = m.parents[i], _axis(m, i)
-            if m.joint_types[i] != FREE:                        # (3a_i): a_i - X_i a_λ - S_i q̈_i = c_i (+ X_i a_0)
+            if m.joint_types[i] != FREE:                        # (3a_i): a_i - X_i a_λ = S_i q̈_i + c_i (+ X_i a_0)
                 r0 = self._new_rows([f"(3a) acceleration of {body}"] * 6)
                 self._block(r0, self.col("a", body), eye)
                 if p >= 0:
@@ -181,10 +182,11 @@ class SystemLayout:
                     for a in range(6):
                         for b in range(6):
                             self.triplets.append((r0 + a, ca + b, self.x_src(i, a, b), -1.0))
-                if m.joint_dofs[i] == 1:
-                    self._block(r0, self.col("qdd", m.body_joint_names[i]), -S[:, None])
+                k = self._joint_index.get(m.body_joint_names[i], -1)
                 for a in range(6):
                     self.rhs.append((r0 + a, self.r_c + 6 * i + a, 1.0))
+                    if k >= 0 and S[a] != 0.0:                   # (7q̈_i) substituted
+                        self.rhs.append((r0 + a, self.r_qdd + k, float(S[a])))
                     if p < 0:
                         self.rhs.append((r0 + a, self.r_xa0 + 6 * i + a, 1.0))
             # (3f_i): I_i a_i - f_i - f_i^x + Σ_j X_jᵀ f_j = -ν_i   (f_0 = 0 for a floating base)
@@ -214,11 +216,6 @@ class SystemLayout:
 
     def _soft_rows(self):
         cfg, m = self.config, self.model
-        s = cfg.joint_acceleration_stddev
-        for k, joint in enumerate(m.joint_names):                # (7q̈_i): q̈_i = y
-            r0 = self._soft(f"joint acceleration {joint}", ["q̈"])
-            self._block(r0, self.col("qdd", joint), np.ones((1, 1)), 1.0 / s)
-            self.rhs.append((r0, self.r_qdd + k, 1.0 / s))
         if cfg.imu is not None:
             self._imu_rows(cfg.imu)
         for k, ft in enumerate(cfg.ft_sensors):
@@ -256,15 +253,16 @@ class SystemLayout:
                 self.rhs.append((r0 + a, self.r_imu_alpha + a, 1.0 / s))
 
     def ft_sensor(self, ft):
-        """The model's :class:`FTSensor` for a configured one (declared ones must be in the model)."""
-        name = ft.joint or ft.name
+        """The model's :class:`FTSensor` for a configured one: from the URDF, or declared on a kept
+        fixed joint with ``ft.<name>.joint``."""
         try:
-            return self.model.ft_sensor(name)
-        except ModelError:
-            raise ConfigError(f"parameter 'ft_sensors': '{ft.name}' is not a force-torque sensor of robot "
-                              f"'{self.model.name}'" + (f" (joint '{ft.joint}' is not kept as a sensor joint)"
-                                                        if ft.joint else
-                                                        "; declare it with ft.<name>.joint on a fixed joint")) from None
+            if ft.joint:
+                return self.model.kept_joint_sensor(ft.name, ft.joint, ft.frame or "child",
+                                                    ft.measure_direction or "child_to_parent")
+            return self.model.ft_sensor(ft.name)
+        except ModelError as exc:
+            hint = "" if ft.joint else "; declare it with ft.<name>.joint on a fixed joint"
+            raise ConfigError(f"parameter 'ft_sensors': '{ft.name}': {exc}{hint}") from None
 
     def ft_rotation(self, ft, sensor) -> tuple[np.ndarray, float]:
         """(R, sign): the wrench is measured as ``sign · blockdiag(R, R) f_k`` in Featherstone order,

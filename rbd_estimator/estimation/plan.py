@@ -33,7 +33,7 @@ from .layout import SystemLayout
 from .sparse_lu import flops, symbolic_lu
 
 _KIND_WORDS = {"a": "acceleration of", "f": "joint wrench into", "tau": "torque of joint",
-               "qdd": "acceleration of joint", "h": "contact wrench of"}
+               "h": "contact wrench of"}
 
 
 @dataclass(frozen=True)
@@ -70,46 +70,55 @@ def random_states(layout: SystemLayout, rng: np.random.Generator, count: int):
 
 
 def check_well_posed(layout: SystemLayout, A_pattern: sp.csr_matrix, A_numeric: list[sp.csr_matrix]) -> None:
-    """Raise :class:`IllPosedError` unless ``[A_h; A_s]`` has full column rank (structurally,
-    then numerically at every random state given)."""
+    """Raise :class:`IllPosedError` unless ``[A_h; A_s]`` has full column rank: structurally (a
+    maximum bipartite matching), then numerically at every random state given. The message names
+    the quantities that carry the null space, weighted by their share of it."""
     n = layout.n
-    if A_pattern.shape[0] < n:
-        raise IllPosedError(f"ill-posed sensor set: {A_pattern.shape[0]} equations for {n} unknowns; "
-                            f"add sensors (force-torque, load cells, IMU) or change contact types")
     match = csgraph.maximum_bipartite_matching(A_pattern.tocsr(), perm_type="row")
     unmatched = np.flatnonzero(match < 0)
-    if unmatched.size:
-        raise IllPosedError(_undetermined_message(layout, unmatched, np.ones(unmatched.size), unmatched.size,
-                                                  structural=True))
     for A in A_numeric:
-        dense = A.toarray()
-        _, s, Vt = la.svd(dense, full_matrices=False, lapack_driver="gesvd")
-        tol = max(dense.shape) * np.finfo(float).eps * s[0] * 1e3
-        null = Vt[s <= tol]
+        null = _null_space(A)
         if null.shape[0]:
             weight = np.sum(null ** 2, axis=0)
             cols = np.flatnonzero(weight > 1e-6 * weight.max())
-            raise IllPosedError(_undetermined_message(layout, cols, weight[cols], null.shape[0], structural=False))
+            raise IllPosedError(_undetermined_message(layout, cols, weight[cols], null.shape[0],
+                                                      structural=unmatched.size > 0))
+    if unmatched.size:   # only reached when the numeric check was skipped (very large systems)
+        raise IllPosedError(_undetermined_message(layout, unmatched, np.ones(unmatched.size), unmatched.size,
+                                                  structural=True))
+
+
+def _null_space(A: sp.csr_matrix) -> np.ndarray:
+    """Rows spanning the numerical null space of ``A`` (SVD, relative tolerance ~1e-13)."""
+    dense = A.toarray()
+    _, s, Vt = la.svd(dense, full_matrices=True, lapack_driver="gesdd", check_finite=False)
+    tol = max(dense.shape) * np.finfo(float).eps * s[0] * 1e3
+    rank = int(np.sum(s > tol))
+    return Vt[rank:]
 
 
 def _undetermined_message(layout, cols, weight, ndir, structural) -> str:
+    """Name the configured quantities that carry the null space: contact wrenches first (in
+    configuration order), then the most involved accelerations; internal wrenches and torques
+    only when nothing else is involved (they follow from the others)."""
     groups: dict[tuple[str, str], float] = {}
     for j, w in zip(cols, weight):
         kind, owner, _ = layout.describe_column(int(j))
         groups[(kind, owner)] = groups.get((kind, owner), 0.0) + float(w)
-    ranked = sorted(groups, key=lambda k: -groups[k])
-    contacts = [o for k, o in ranked if k == "h"]
-    others = [f"{_KIND_WORDS[k]} {o}" for k, o in ranked if k != "h"]
-    parts = []
-    if contacts:
-        parts.append("contact wrenches of " + " and ".join(contacts))
-    parts.extend(others[:6 if contacts else 8])
-    what = "; ".join(parts) + ("; …" if len(others) > 6 else "")
+    contacts = [c.name for c, _, _ in layout.contacts if ("h", c.name) in groups]
+    ranked = sorted((k for k in groups if k[0] != "h"), key=lambda k: -groups[k])
+    body_order = {b: i for i, b in enumerate(layout.model.body_names)}
+    top = max((groups[k] for k in ranked if k[0] == "a"), default=0.0)
+    accels = sorted((k for k in ranked if k[0] == "a" and groups[k] > 1e-2 * top), key=lambda k: body_order[k[1]])
+    primary = accels or ranked                  # the acceleration closest to the root is the cause
+    parts = (["contact wrenches of " + " and ".join(contacts)] if contacts else [])
+    parts += [f"{_KIND_WORDS[k]} {o}" for k, o in primary[:2 if contacts else 4]]
     hint = ("add force-torque sensors or load cells on the contacts, declare fewer contacts, or use a "
             "reduced contact model (point_force, slippery)" if contacts else
-            "add the sensors that observe them (IMU on the base, joint accelerations, force-torque sensors)")
+            "add the sensors that observe them (IMU on the base, force-torque sensors)")
     kind = "structurally" if structural else "numerically"
-    return f"ill-posed sensor set ({kind}): {what}: {ndir} direction{'s' * (ndir != 1)} undetermined; {hint}"
+    return (f"ill-posed sensor set ({kind}): {'; '.join(parts)}: {ndir} direction{'s' * (ndir != 1)} "
+            f"undetermined; {hint}")
 
 
 def block_triangular_order(K: sp.csr_matrix, weights: sp.csr_matrix):
@@ -118,7 +127,7 @@ def block_triangular_order(K: sp.csr_matrix, weights: sp.csr_matrix):
     start offsets of the diagonal blocks (plus the end)."""
     N = K.shape[0]
     W = weights.tocsr().copy()
-    logs = np.log(np.abs(W.data))
+    logs = np.log(np.maximum(np.abs(W.data), 1e-300))
     W.data = logs.max() - logs + 1.0                           # min Σ -log|a| ⇔ max Π |a| (MC64-like)
     row_ind, col_ind = csgraph.min_weight_full_bipartite_matching(W)
     row_of_col = np.empty(N, dtype=np.int64)
@@ -184,3 +193,64 @@ def costs_of(layout: SystemLayout) -> tuple[int, int]:
     """RNEA and ABA operation counts (m + a) for the same robot (Featherstone §6 formulas)."""
     tc = cost(layout.model)
     return int(sum(tc.rnea)), int(sum(tc.aba))
+
+
+@dataclass
+class StaticLU:
+    """A planned factorisation of ``K`` whose values are ``G src`` for a fixed sparse map ``G``:
+    ``P K Q = L U`` with ``P``, ``Q`` and the patterns of ``L`` and ``U`` fixed (Nori §IV-D)."""
+    N: int
+    rows: np.ndarray          # P: row k of P K Q is row rows[k] of K
+    cols: np.ndarray          # Q: column k of P K Q is column cols[k] of K
+    blocks: np.ndarray        # diagonal block offsets of the block triangular form
+    Ap: np.ndarray
+    Ai: np.ndarray
+    G: tuple                  # CSR (indptr, indices, data) of the map src → values of P K Q (CSR order)
+    Lp: np.ndarray
+    Li: np.ndarray
+    Up: np.ndarray
+    Ui: np.ndarray
+
+    @property
+    def nnz(self) -> int:
+        return len(self.Ai)
+
+    @property
+    def fill_in(self) -> int:
+        return len(self.Li) + len(self.Ui) - len(self.Ai)
+
+    @property
+    def flops(self) -> int:
+        return flops(self.Lp, self.Li, self.Up) + 2 * len(self.G[1])
+
+    def permute_rows(self, R: sp.spmatrix) -> tuple:
+        """CSR triple of ``P R`` (right-hand-side maps)."""
+        Rp = R.tocsr()[self.rows].tocsr()
+        return Rp.indptr.astype(np.int64), Rp.indices.astype(np.int64), Rp.data.copy()
+
+    def permute_cols(self, O: sp.spmatrix) -> tuple:
+        """CSR triple of ``O Q`` (output maps reading the permuted solution)."""
+        Op = O.tocsc()[:, self.cols].tocsr()
+        return Op.indptr.astype(np.int64), Op.indices.astype(np.int64), Op.data.copy()
+
+
+def plan_static_lu(triplets, N: int, n_src: int, src_sample: np.ndarray) -> StaticLU:
+    """Block triangular form, pivots and symbolic factorisation of the ``N × N`` matrix with
+    entries ``K[r, c] = Σ coef · src[idx]`` over ``triplets`` (r, c, idx, coef), planned on the
+    numeric instance ``src_sample`` (a random state: every worst-case nonzero is nonzero there)."""
+    t = np.asarray(triplets, dtype=float)
+    tr, tc, ts, tv = t[:, 0].astype(np.int64), t[:, 1].astype(np.int64), t[:, 2].astype(np.int64), t[:, 3]
+    K0 = sp.csr_matrix((tv * src_sample[ts], (tr, tc)), shape=(N, N))
+    K0.sum_duplicates()
+    rows, cols, blocks = block_triangular_order(K0, K0)
+    rows, cols = refine_blocks(K0, rows, cols, blocks)
+    rpos, cpos = np.empty(N, np.int64), np.empty(N, np.int64)
+    rpos[rows], cpos[cols] = np.arange(N), np.arange(N)
+    keys = rpos[tr] * N + cpos[tc]
+    ukeys, pos = np.unique(keys, return_inverse=True)
+    Ap = np.searchsorted(ukeys // N, np.arange(N + 1)).astype(np.int64)
+    Ai = (ukeys % N).astype(np.int64)
+    G = sp.csr_matrix((tv, (pos, ts)), shape=(len(ukeys), n_src))
+    Lp, Li, Up, Ui = symbolic_lu(Ap, Ai, N)
+    return StaticLU(N, rows, cols, blocks, Ap, Ai, (G.indptr.astype(np.int64), G.indices.astype(np.int64),
+                                                     G.data.copy()), Lp, Li, Up, Ui)

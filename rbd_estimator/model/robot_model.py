@@ -89,6 +89,7 @@ class RobotModel:
     joint_names: tuple[str, ...]
     frames: dict
     ft_sensors: tuple[FTSensor, ...]
+    body_parent_links: tuple[str, ...] = ()
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
 
     # ------------------------------------------------------------------ construction
@@ -175,6 +176,16 @@ class RobotModel:
             return self.frames[name]
         except KeyError:
             raise ModelError(f"unknown frame or link '{name}' in model '{self.name}'") from None
+
+    def kept_joint_sensor(self, name: str, joint: str, frame: str = "child",
+                          measure_direction: str = "child_to_parent") -> FTSensor:
+        """An :class:`FTSensor` declared outside the URDF on kept fixed joint ``joint``."""
+        if joint not in self.body_joint_names or self.joint_dofs[self.body_joint_names.index(joint)] != 0:
+            raise ModelError(f"force-torque sensor '{name}': joint '{joint}' is not a kept fixed joint of model "
+                             f"'{self.name}' (build the model with keep_fixed=['{joint}'])")
+        i = self.body_joint_names.index(joint)
+        return FTSensor(name=name, joint=joint, parent_link=self.body_parent_links[i], child_link=self.body_names[i],
+                        frame=frame, measure_direction=measure_direction, body=i)
 
     def ft_sensor(self, name: str) -> FTSensor:
         """A force-torque sensor by its name, one of its aliases, or its joint name."""

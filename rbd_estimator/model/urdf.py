@@ -394,7 +394,7 @@ def _assemble(name, root, bodies, frames, sensors, floating_base) -> RobotModel:
         r_tree=np.array([b["r"] for b in bodies]), inertias=np.array([b["I"] for b in bodies]),
         q_idx=q_idx, v_idx=v_idx, nq=nq, nv=nv,
         joint_names=tuple(b["joint"] for b, d in zip(bodies, dofs) if d == 1),
-        frames=frames, ft_sensors=tuple(ft))
+        frames=frames, ft_sensors=tuple(ft), body_parent_links=tuple(b["parent_link"] for b in bodies))
 
 
 def _check_massless(bodies, dofs) -> None:
