@@ -109,3 +109,44 @@ def random_tree(n: int, rng: np.random.Generator, branchiness: float = 0.5) -> l
         else:
             parents.append(int(rng.integers(-1, i)))
     return parents
+
+
+def tree_urdf(parents, seed: int = 0, ft_leaves: int = 0, name: str = "tree") -> tuple[str, list[str]]:
+    """A URDF for a parent array: random revolute axes, offsets and physically valid inertias.
+    The first ``ft_leaves`` leaves each get a foot link on a fixed joint carrying a
+    ``force_torque`` sensor (gazebo tag), and a massless sole frame. Returns ``(xml, soles)``."""
+    rng = np.random.default_rng(seed)
+    n = len(parents)
+    links = ['<link name="root"><inertial><mass value="2.0"/><inertia ixx="0.02" ixy="0" ixz="0" '
+             'iyy="0.03" iyz="0" izz="0.025"/></inertial></link>']
+    joints, gazebo, soles = [], [], []
+
+    def inertial():
+        m = rng.uniform(0.5, 2.0)
+        d = rng.uniform(0.002, 0.01, 3)
+        ixx, iyy, izz = d[1] + d[2], d[0] + d[2], d[0] + d[1]          # triangle inequality holds
+        c = rng.uniform(-0.05, 0.05, 3)
+        return (f'<inertial><origin xyz="{c[0]} {c[1]} {c[2]}" rpy="{rng.uniform(-1, 1)} 0 0"/>'
+                f'<mass value="{m}"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" iyz="0" izz="{izz}"/></inertial>')
+
+    for i, p in enumerate(parents):
+        parent = "root" if p < 0 else f"l{p}"
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        xyz, rpy = rng.uniform(-0.2, 0.2, 3), rng.uniform(-np.pi, np.pi, 3)
+        links.append(f'<link name="l{i}">{inertial()}</link>')
+        joints.append(f'<joint name="j{i}" type="revolute"><parent link="{parent}"/><child link="l{i}"/>'
+                      f'<origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}" rpy="{rpy[0]} {rpy[1]} {rpy[2]}"/>'
+                      f'<axis xyz="{axis[0]} {axis[1]} {axis[2]}"/>'
+                      f'<limit effort="100" velocity="10" lower="-3" upper="3"/></joint>')
+    leaves = [i for i in range(n) if i not in set(parents)]
+    for k, i in enumerate(leaves[:ft_leaves]):
+        links.append(f'<link name="foot{k}">{inertial()}</link><link name="sole{k}"/>')
+        joints.append(f'<joint name="ft{k}" type="fixed"><parent link="l{i}"/><child link="foot{k}"/>'
+                      f'<origin xyz="0 0 -0.05" rpy="0 0 0"/></joint>'
+                      f'<joint name="sole{k}_joint" type="fixed"><parent link="foot{k}"/><child link="sole{k}"/>'
+                      f'<origin xyz="0.02 0 -0.03" rpy="0 0 0"/></joint>')
+        gazebo.append(f'<gazebo reference="ft{k}"><sensor name="ft{k}" type="force_torque"/></gazebo>')
+        soles.append(f"sole{k}")
+    xml = f'<robot name="{name}">' + "".join(links + joints + gazebo) + "</robot>"
+    return xml, soles

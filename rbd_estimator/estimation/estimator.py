@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from ..errors import ConfigError
 from ..model.robot_model import FREE, RobotModel
 from . import kinematics as kin
+from . import structured
 from .config import SensorConfig
 from .layout import SystemLayout, motion_axes
 from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
@@ -76,7 +77,7 @@ class Estimator:
     :class:`IllPosedError` when the sensors do not determine the unknowns.
     """
 
-    def __init__(self, model: RobotModel, config: SensorConfig, seed: int = 0):
+    def __init__(self, model: RobotModel, config: SensorConfig, seed: int = 0, solver: str = "auto"):
         if model.floating_base and config.imu is None:
             raise ConfigError("a floating-base estimate needs an IMU (parameter 'imu.frame'): it gives the base's "
                               "angular velocity and acceleration")
@@ -88,9 +89,11 @@ class Estimator:
         A_states = [self._numeric_A(self._sources(*s)) for s in states]
         self._prune_to_worst_case(A_states)
         pattern = abs(A_states[0]) + abs(A_states[1]) + abs(A_states[2])
-        check_well_posed(lay, pattern.tocsr(), A_states[:2] if lay.n <= 3000 else A_states[:1])
+        check_well_posed(lay, pattern.tocsr(), A_states[:2])
         self._plan_factorisation()
         self._allocate()
+        self._solver_mode = solver        # 'auto' | 'generic' | 'structured' (see structured.build)
+        self._structured = structured.build(self)
 
     @classmethod
     def from_urdf(cls, xml: str, config: SensorConfig, seed: int = 0) -> "Estimator":
@@ -250,15 +253,18 @@ class Estimator:
         input when one is missing, has the wrong shape or is not finite; nothing is computed then.
         """
         self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
-        status = _tick(
-            self._jtype, self._parents, self._S, self._jofb, self.model.axes, self.model.E_tree, self.model.r_tree,
-            self.model.inertias, self._a0, self._imu_body, self._imu_E, self._imu_r, self._imu_chain,
-            self._E, self._r, self._v, self._c, self._nu, self._Xa0, self._src, self._rsrc,
-            self._layout.r_c, self._layout.r_nu, self._layout.r_xa0, self._layout.r_imu_wv, self._layout.r_qdd,
-            self._layout.r_imu_acc, self._layout.r_imu_alpha, self._layout.r_ft, self._layout.r_cells,
-            self._layout.r_tau, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf, self._cells_buf,
-            self._jt_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, self._Lx,
-            self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
+        if self._structured is not None:
+            status = self._structured.tick()
+        else:
+            status = _tick(
+                self._jtype, self._parents, self._S, self._jofb, self.model.axes, self.model.E_tree, self.model.r_tree,
+                self.model.inertias, self._a0, self._imu_body, self._imu_E, self._imu_r, self._imu_chain,
+                self._E, self._r, self._v, self._c, self._nu, self._Xa0, self._src, self._rsrc,
+                self._layout.r_c, self._layout.r_nu, self._layout.r_xa0, self._layout.r_imu_wv, self._layout.r_qdd,
+                self._layout.r_imu_acc, self._layout.r_imu_alpha, self._layout.r_ft, self._layout.r_cells,
+                self._layout.r_tau, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf, self._cells_buf,
+                self._jt_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, self._Lx,
+                self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
         if status != 0:
             self._raise_input_error(status)
         self.result._inputs = (self._q, self._imu_buf)

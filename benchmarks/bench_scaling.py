@@ -1,0 +1,156 @@
+"""Plan time and per-estimate time versus the number of bodies (serial chains, balanced trees),
+and Nori-style operation counts (Figs. 1 and 2) from the plan.
+
+Run: .venv/bin/python benchmarks/bench_scaling.py [--max-bodies 500] [--out docs/]
+Prints a table and saves docs/scaling.png and docs/nori_fig1_fig2.png.
+Each estimator: floating base, IMU on the root, two feet with force-torque sensors in
+full-wrench contact (the load-cell figure uses slippery feet with four cells each, Nori §VI).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test"))
+from trees import balanced_binary_tree, serial_chain, tree_urdf  # noqa: E402
+
+from rbd_estimator import RobotModel  # noqa: E402
+from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig  # noqa: E402
+from rbd_estimator.estimation.forward import SparseForwardDynamics  # noqa: E402
+
+
+def config(soles, load_cells=False):
+    cells = dict(positions_x=[0.05, 0.05, -0.03, -0.03], positions_y=[0.02, -0.02, 0.02, -0.02])
+    params = dict(floating_base=True, imu=dict(frame="root"),
+                  contacts=[f"c{k}" for k in range(len(soles))],
+                  contact={f"c{k}": dict(frame=s, type="slippery" if load_cells else "full_wrench")
+                           for k, s in enumerate(soles)})
+    if load_cells:
+        params.update(load_cells=[f"cells{k}" for k in range(len(soles))],
+                      load_cell={f"cells{k}": dict(contact=f"c{k}", **cells) for k in range(len(soles))})
+    else:
+        params.update(ft_sensors=[f"ft{k}" for k in range(len(soles))])
+    return SensorConfig.from_dict(params)
+
+
+def median_estimate_us(est, n=300):
+    rng = np.random.default_rng(0)
+    nj = est.model.n_joints
+    q, dq, ddq = rng.normal(size=nj), rng.normal(size=nj), rng.normal(size=nj)
+    imu = ImuSample(np.array([0, 0, 0, 1.0]), rng.normal(size=3), rng.normal(size=3))
+    kw = dict(imu=imu)
+    if est.config.ft_sensors:
+        kw["ft"] = rng.normal(size=(len(est.config.ft_sensors), 6))
+    if est.config.load_cells:
+        kw["load_cells"] = [rng.normal(size=4) for _ in est.config.load_cells]
+    for _ in range(20):
+        est.estimate(q, dq, ddq, **kw)
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        est.estimate(q, dq, ddq, **kw)
+        ts.append(time.perf_counter() - t)
+    return 1e6 * float(np.median(ts))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-bodies", type=int, default=500)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs"))
+    args = ap.parse_args()
+    print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, "
+          f"python {platform.python_version()}")
+    rows = []
+    sizes = [n for n in (10, 20, 50, 100, 200, 300, 500) if n <= args.max_bodies]
+    for topo in ("serial chain", "balanced tree"):
+        for n in sizes:
+            if topo == "serial chain":
+                parents = serial_chain(n)
+            else:
+                m = int(round(np.log2(n + 1)))
+                parents = balanced_binary_tree(m)
+            xml, soles = tree_urdf(parents, seed=n, ft_leaves=2 if topo == "balanced tree" else 1)
+            if topo == "serial chain":       # a chain has one leaf: add a second foot on the root side
+                pass
+            t = time.perf_counter()
+            est = Estimator.from_urdf(xml, config(soles))
+            plan_s = time.perf_counter() - t
+            us = median_estimate_us(est)
+            rows.append((topo, len(parents), est.model.NB, plan_s, us, est.plan.flops, est.plan.fill_in))
+            print(f"{topo:14s} bodies {est.model.NB:4d}  plan {plan_s:7.2f} s  estimate {us:9.1f} µs  "
+                  f"flops {est.plan.flops:9d}  fill-in {est.plan.fill_in:7d}", flush=True)
+    plot_scaling(rows, args.out)
+    nori_figures(args.out, sizes)
+
+
+def plot_scaling(rows, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for topo in ("serial chain", "balanced tree"):
+        r = [x for x in rows if x[0] == topo]
+        ax[0].plot([x[2] for x in r], [x[4] for x in r], "o-", label=topo)
+        ax[1].plot([x[2] for x in r], [x[3] for x in r], "o-", label=topo)
+    ax[0].set(xlabel="bodies", ylabel="estimate median (µs)", title="per-estimate time")
+    ax[1].set(xlabel="bodies", ylabel="plan (s)", title="plan time")
+    for a in ax:
+        a.grid(True)
+        a.legend()
+    fig.tight_layout()
+    path = os.path.join(out, "scaling.png")
+    fig.savefig(path, dpi=100)
+    print("saved", path)
+
+
+def nori_figures(out, sizes):
+    """Fig. 1: forward dynamics of a serial chain, sparse LU vs ABA; Fig. 2: inverse dynamics with
+    load cells at the extremal links (slippery contacts), sparse LU vs RNEA formula."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ns = [n for n in (5, 10, 20, 30, 50, 75, 100) if n <= max(sizes)]
+    fd, aba_ops, est_ops, rnea_ops = [], [], [], []
+    for n in ns:
+        xml, soles = tree_urdf(serial_chain(n), seed=n, ft_leaves=0)
+        m = RobotModel.from_urdf(xml, floating_base=False)
+        f = SparseForwardDynamics(m)
+        fd.append(f.lu.flops)
+        parents = [-1] + serial_chain(n - 1)
+        xml2, soles2 = tree_urdf(parents, seed=n, ft_leaves=1)
+        xml2 = xml2.replace('<link name="root">', '<link name="root">', 1)
+        est = None
+        try:
+            est = Estimator.from_urdf(xml2, config(soles2 + ["root"][:0], load_cells=True))
+        except Exception:
+            est = None
+        from rbd_estimator.model.cost import cost
+        c = cost(m)
+        aba_ops.append(sum(c.aba))
+        rnea_ops.append(sum(c.rnea))
+        est_ops.append(est.plan.flops if est is not None else np.nan)
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    ax[0].plot(ns, fd, "o-", label="sparse LU (planned)")
+    ax[0].plot(ns, aba_ops, "s-", label="ABA (McMillan-Orin formula)")
+    ax[0].set(title="Forward dynamics, serial chain (cf. Nori Fig. 1)", xlabel="N_B", ylabel="flops")
+    ax[1].plot(ns, est_ops, "o-", label="sparse LU, load cells, slippery foot")
+    ax[1].plot(ns, rnea_ops, "s-", label="RNEA formula (no sensors)")
+    ax[1].set(title="Estimation, serial chain (cf. Nori Fig. 2)", xlabel="N_B", ylabel="flops")
+    for a in ax:
+        a.grid(True)
+        a.legend()
+    fig.tight_layout()
+    path = os.path.join(out, "nori_fig1_fig2.png")
+    fig.savefig(path, dpi=100)
+    print("saved", path)
+    for n, a, b, c_, d in zip(ns, fd, aba_ops, est_ops, rnea_ops):
+        print(f"N_B {n:4d}  FD sparse LU {a:8d}  ABA {b:8d}  estimate {c_:10.0f}  RNEA {d:8d}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,649 @@
+"""The ``rbd_estimator`` lifecycle node: joint torques and contact wrenches every control tick.
+
+Lifecycle (``rclpy`` managed node; drive it with ``ros2 lifecycle set`` or a launch file):
+
+* **configure** reads ``robot_description`` (parameter, or when empty the transient-local topic
+  ``robot_description_topic`` within ``robot_description_timeout``), parses the sensor parameters
+  with :meth:`SensorConfig.from_parameters`, plans the estimator (the off-line work), builds the
+  pinocchio cross-check and creates the output publishers (lifecycle publishers: they publish
+  only while active) and ``/diagnostics``. Plans for the loss of any single sensor are then
+  prepared by a background thread. Any failure returns FAILURE with one log line saying what is
+  wrong and what to change, and leaves nothing built.
+* **activate** creates the input subscriptions (and the tick timer with ``tick: timer``);
+  **deactivate** destroys them; **cleanup** releases plans, publishers and the cross-check;
+  **shutdown** does whatever of this is needed from any state.
+
+Threads: ticks (all input subscriptions, the tick timer and the lifecycle services) run in one
+mutually exclusive callback group; parameter services and ``/diagnostics`` in others, so with the
+:class:`~rclpy.executors.MultiThreadedExecutor` of :func:`main` a reconfiguration — validated and
+planned inside the set-parameters callback, which must answer synchronously — runs while ticks
+go on with the old plan; the new plan is swapped in at the start of the next tick.
+
+No mathematics here: see :mod:`rbd_estimator.ros` for the helpers and
+:mod:`rbd_estimator.estimation` for the estimate.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from functools import partial
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNodeMixin, LifecycleState, TransitionCallbackReturn
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy)
+from rclpy.wait_for_message import wait_for_message
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray, String
+
+from .errors import ConfigError, IllPosedError, ModelError
+from .estimation import SensorConfig
+from .ros import convert
+from .ros import diagnostics as diag
+from .ros.inputs import SensorInputs
+from .ros.params import NEEDS_CONFIGURE, NEEDS_REACTIVATE, NODE_PARAMETERS, NodeSettings
+from .ros.plans import PlanSet, PlanWorker
+from .ros.stats import RollingStats
+
+SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
+
+#: Inputs: best effort, so both best-effort (sensor-data) and reliable publishers connect.
+INPUT_QOS = QoSProfile(depth=10, history=QoSHistoryPolicy.KEEP_LAST, reliability=QoSReliabilityPolicy.BEST_EFFORT)
+OUTPUT_QOS = QoSProfile(depth=10)
+DESCRIPTION_QOS = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=QoSReliabilityPolicy.RELIABLE)
+
+
+class DescriptionUnavailable(RuntimeError):
+    """No robot description in the parameter nor on the topic."""
+
+
+def advice(exc: BaseException) -> str:
+    """One line: what is wrong and what to change."""
+    if isinstance(exc, IllPosedError):
+        return (f"the sensor set is ill-posed: {exc}. Add sensors (force-torque, load cells, joint torques) or "
+                f"constrain the contacts (contact.<name>.type), then configure again")
+    if isinstance(exc, ModelError):
+        return (f"robot model error: {exc}. Fix robot_description, or the frame and sensor names in the "
+                f"parameters, then configure again")
+    if isinstance(exc, ConfigError):
+        return f"invalid parameters: {exc}. Fix the parameter named above, then configure again"
+    if isinstance(exc, DescriptionUnavailable):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
+def _sensor_part(config) -> dict:
+    """The parameters that define the estimation problem (everything but the node-only ones)."""
+    flat = config.to_parameters()
+    for k in config.node:
+        flat.pop(k, None)
+    return flat
+
+
+class _Pending:
+    """A validated reconfiguration waiting to be swapped in at the start of a tick."""
+    __slots__ = ("gen", "config", "settings", "plans", "oracle")
+
+    def __init__(self, gen, config, settings, plans, oracle):
+        self.gen, self.config, self.settings, self.plans, self.oracle = gen, config, settings, plans, oracle
+
+
+class EstimatorNode(LifecycleNodeMixin, Node):
+    """The estimator as a ROS 2 managed node (see the module docstring)."""
+
+    def __init__(self, node_name: str = "rbd_estimator", **kwargs):
+        kwargs.setdefault("allow_undeclared_parameters", True)
+        kwargs.setdefault("automatically_declare_parameters_from_overrides", True)
+        Node.__init__(self, node_name, **kwargs)
+        for name, (default, description) in NODE_PARAMETERS.items():
+            if not self.has_parameter(name):
+                self.declare_parameter(name, default, ParameterDescriptor(description=description,
+                                                                          dynamic_typing=True))
+        self._tick_group = MutuallyExclusiveCallbackGroup()
+        self._diag_group = MutuallyExclusiveCallbackGroup()
+        LifecycleNodeMixin.__init__(self, callback_group=self._tick_group)
+        self._lock = threading.RLock()
+        self._worker = PlanWorker(on_error=lambda e: self.get_logger().error(f"planning failed: {e}"))
+        self._state = "unconfigured"
+        self._gen = 0
+        self.last_error = ""
+        self._subs: dict = {}
+        self._clear()
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    # ================================================================== public helpers
+    @property
+    def lifecycle_state(self) -> str:
+        """'unconfigured', 'inactive', 'active' or 'finalized'."""
+        return self._state
+
+    @property
+    def status(self) -> tuple:
+        """(diagnostic level, message) of the latest tick."""
+        return self._status
+
+    def input_counts(self) -> dict:
+        """Accepted samples per input (``joint_states`` and every sensor)."""
+        inp = self._inputs
+        if inp is None:
+            return {}
+        out = {"joint_states": inp.joint_states.received}
+        out.update({k: s.received for k, s in inp.slots.items()})
+        return out
+
+    def wait_for_plans(self, timeout: float = 60.0) -> bool:
+        """Wait until the background planner is idle (fallback plans prepared)."""
+        return self._worker.wait_idle(timeout)
+
+    @property
+    def estimator(self):
+        """The estimator of the full sensor set (None unless configured)."""
+        return self._plans.main.estimator if self._plans is not None else None
+
+    # ================================================================== lifecycle
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._lock:
+            self._release()
+            try:
+                config = SensorConfig.from_parameters(self._flat_parameters())
+                settings = NodeSettings.from_parameters(config.node)
+                xml = self._robot_description(settings)
+                t0 = time.monotonic()
+                plans = PlanSet(xml, config, PlanSet.plan(xml, config))
+                oracle = self._make_oracle(xml, config, plans, settings)
+                inputs = SensorInputs(plans.main.estimator.joint_names, config, settings)
+            except Exception as exc:  # every failure is reported the same way; nothing was kept
+                self.last_error = advice(exc)
+                self.get_logger().error(f"configure failed: {self.last_error}")
+                return FAILURE
+            self._xml, self._config, self._settings = xml, config, settings
+            self._plans, self._oracle, self._inputs = plans, oracle, inputs
+            try:
+                self._create_publishers()
+            except Exception as exc:
+                self._release()
+                self.last_error = advice(exc)
+                self.get_logger().error(f"configure failed: {self.last_error}")
+                return FAILURE
+            self._worker.submit(plans.prepare_single_losses)
+            self.last_error = ""
+            self._state = "inactive"
+            est = plans.main.estimator
+            self.get_logger().info(
+                f"configured for '{est.model.name}' ({len(est.joint_names)} joints, contacts "
+                f"{', '.join(est.contact_names) or 'none'}) in {time.monotonic() - t0:.2f} s: "
+                f"{est.plan.summary()}; preparing plans for {len(config.sensor_names)} single-sensor losses")
+            return SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._lock:
+            self._inputs.reset()
+            self._last_missing = None
+            self._status = (diag.OK, "active, waiting for joint states")
+            self._create_subscriptions()
+            if self._settings.tick == "timer":
+                self._tick_timer = self.create_timer(1.0 / self._settings.rate_hz, self._on_timer,
+                                                     callback_group=self._tick_group)
+            self._active = True
+            self._state = "active"
+            return LifecycleNodeMixin.on_activate(self, state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._lock:
+            self._active = False
+            self._destroy_subscriptions()
+            self._state = "inactive"
+            self._status = (diag.OK, "inactive")
+            return LifecycleNodeMixin.on_deactivate(self, state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._lock:
+            self._release()
+            self._state = "unconfigured"
+            return SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._lock:
+            self._release()
+            self._state = "finalized"
+            return SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._lock:
+            self._release()
+            self._state = "unconfigured"
+            self.get_logger().error("error during a transition: everything released, back to unconfigured")
+            return SUCCESS
+
+    def destroy_node(self) -> None:
+        with self._lock:
+            self._release()
+        self._worker.stop()
+        super().destroy_node()
+
+    # ================================================================== configure helpers
+    def _clear(self) -> None:
+        """Forget everything configure built (the objects themselves were destroyed by _release)."""
+        self._active = False
+        self._xml = self._config = self._settings = self._plans = self._oracle = self._inputs = None
+        self._pending = None
+        self._torque_pub = self._torque_msg = None
+        self._wrench_pubs: dict = {}
+        self._diag_pub = self._diag_timer = self._tick_timer = None
+        self._latency = RollingStats(4096)
+        self._ticks = self._outputs = self._no_output = self._estimate_failures = self._nonfinite_outputs = 0
+        self._stale_ticks = 0
+        self._oracle_checks = 0
+        self._oracle_residual = self._oracle_base_residual = float("nan")
+        self._oracle_error = ""
+        self._status = (diag.OK, "unconfigured")
+        self._missing = frozenset()
+        self._last_missing = None
+        self._plan_in_use = None
+        self._tick_on_js = True
+        self._jt_from_js = False
+
+    def _release(self) -> None:
+        """Destroy every entity configure/activate created and drop the plans (idempotent)."""
+        self._active = False
+        self._gen += 1
+        self._destroy_subscriptions()
+        if self._torque_pub is not None:
+            self.destroy_lifecycle_publisher(self._torque_pub)
+        for pub, _ in self._wrench_pubs.values():
+            self.destroy_lifecycle_publisher(pub)
+        if self._diag_timer is not None:
+            self.destroy_timer(self._diag_timer)
+        if self._diag_pub is not None:
+            self.destroy_publisher(self._diag_pub)
+        if self._plans is not None:
+            self._plans.close()
+        if self._pending is not None:
+            self._pending.plans.close()
+        self._clear()
+
+    def _flat_parameters(self) -> dict:
+        return {name: p.value for name, p in self.get_parameters_by_prefix("").items() if p.value is not None}
+
+    def _robot_description(self, settings: NodeSettings) -> str:
+        if settings.robot_description.strip():
+            return settings.robot_description
+        # A private helper node, in no executor, so no executor thread can take the message first.
+        reader = rclpy.create_node(f"{self.get_name()}_description_reader", namespace=self.get_namespace(),
+                                   context=self.context, start_parameter_services=False,
+                                   enable_logger_service=False)
+        try:
+            ok, msg = wait_for_message(String, reader, settings.robot_description_topic,
+                                       qos_profile=DESCRIPTION_QOS, time_to_wait=settings.robot_description_timeout)
+        finally:
+            reader.destroy_node()
+        if not ok or not msg.data.strip():
+            raise DescriptionUnavailable(
+                f"no robot description: parameter 'robot_description' is empty and nothing arrived on "
+                f"'{settings.robot_description_topic}' within {settings.robot_description_timeout:g} s. Set the "
+                f"parameter, or start robot_state_publisher (or change 'robot_description_topic'), then "
+                f"configure again")
+        return msg.data
+
+    def _make_oracle(self, xml, config, plans, settings):
+        if settings.oracle_every_n == 0:
+            return None
+        try:
+            from .ros.oracle import PinocchioOracle
+            est = plans.main.estimator
+            return PinocchioOracle(xml, config.floating_base, est.joint_names, est.contact_frames,
+                                   config.imu.frame if config.imu else None)
+        except ImportError as exc:
+            self._oracle_error = f"pinocchio unavailable ({exc}): cross-check off"
+            self.get_logger().warning(self._oracle_error)
+            return None
+
+    def _create_publishers(self) -> None:
+        est = self._plans.main.estimator
+        self._torque_pub = self.create_lifecycle_publisher(JointState, "~/joint_torques", OUTPUT_QOS)
+        self._torque_msg = convert.joint_state_msg(est.joint_names)
+        self._sync_contact_publishers()
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS)
+        self._diag_timer = self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics,
+                                             callback_group=self._diag_group)
+
+    def _sync_contact_publishers(self) -> None:
+        est = self._plans.main.estimator
+        wanted = dict(zip(est.contact_names, est.contact_frames))
+        for name in list(self._wrench_pubs):
+            pub, msg = self._wrench_pubs[name]
+            if wanted.get(name) != msg.header.frame_id:
+                self.destroy_lifecycle_publisher(pub)
+                del self._wrench_pubs[name]
+        for name, frame in wanted.items():
+            if name not in self._wrench_pubs:
+                pub = self.create_lifecycle_publisher(WrenchStamped, f"~/contact_wrenches/{name}", OUTPUT_QOS)
+                if self._active:
+                    pub.on_activate(None)
+                self._wrench_pubs[name] = (pub, convert.wrench_msg(frame))
+        self._wrench_list = [self._wrench_pubs[n] for n in est.contact_names]
+
+    # ================================================================== subscriptions
+    def _create_subscriptions(self) -> None:
+        s, cfg = self._settings, self._config
+        self._subs["joint_states"] = self.create_subscription(
+            JointState, s.joint_states_topic, self._on_joint_state, INPUT_QOS, callback_group=self._tick_group)
+        self._tick_on_js = s.tick == "joint_states"
+        self._jt_from_js = bool(cfg.joint_torque_sensors) and s.joint_torque_source() == s.joint_states_topic
+        if cfg.joint_torque_sensors and not self._jt_from_js:
+            self._subs["joint_torques"] = self.create_subscription(
+                JointState, s.joint_torque_source(), self._on_joint_torques, INPUT_QOS,
+                callback_group=self._tick_group)
+        self._sync_sensor_subscriptions()
+
+    def _sync_sensor_subscriptions(self) -> None:
+        wanted = {("sensor", name, slot.kind, slot.topic): slot for name, slot in self._inputs.slots.items()
+                  if slot.kind in ("imu", "ft", "load_cell")}
+        for key in [k for k in self._subs if k[0] == "sensor" and k not in wanted]:
+            self.destroy_subscription(self._subs.pop(key))
+        for key, slot in wanted.items():
+            if key in self._subs:
+                continue
+            _, name, kind, topic = key
+            if kind == "imu":
+                msg_type, cb = Imu, self._on_imu
+            elif kind == "ft":
+                msg_type, cb = WrenchStamped, partial(self._on_wrench, name)
+            else:
+                msg_type, cb = Float64MultiArray, partial(self._on_load_cells, name)
+            self._subs[key] = self.create_subscription(msg_type, topic, cb, INPUT_QOS,
+                                                       callback_group=self._tick_group)
+
+    def _destroy_subscriptions(self) -> None:
+        for sub in self._subs.values():
+            self.destroy_subscription(sub)
+        self._subs = {}
+        if self._tick_timer is not None:
+            self.destroy_timer(self._tick_timer)
+            self._tick_timer = None
+
+    # ================================================================== input callbacks
+    def _now(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        t_in = time.perf_counter()
+        if not self._active:
+            return
+        now = self._now()
+        ready = self._inputs.on_joint_state(msg, now)
+        if self._jt_from_js:
+            self._inputs.on_joint_torques(msg, now)
+        if ready and self._tick_on_js:
+            self._tick(now, msg.header.stamp, t_in)
+
+    def _on_joint_torques(self, msg: JointState) -> None:
+        if self._active:
+            self._inputs.on_joint_torques(msg, self._now())
+
+    def _on_imu(self, msg: Imu) -> None:
+        if self._active:
+            self._inputs.on_imu(msg, self._now())
+
+    def _on_wrench(self, name: str, msg: WrenchStamped) -> None:
+        if self._active:
+            self._inputs.on_wrench(name, msg, self._now())
+
+    def _on_load_cells(self, name: str, msg: Float64MultiArray) -> None:
+        if self._active:
+            self._inputs.on_load_cells(name, msg, self._now())
+
+    def _on_timer(self) -> None:
+        t_in = time.perf_counter()
+        if not self._active:
+            return
+        now = self._now()
+        js = self._inputs.joint_states
+        if not js.ready or not js.fresh(now):
+            self._stale_ticks += 1
+            return
+        self._tick(now, convert.time_msg(js.stamp_ns), t_in)
+
+    # ================================================================== the tick
+    def _tick(self, now: int, stamp, t_in: float) -> None:
+        if self._pending is not None:
+            self._try_swap()
+        self._ticks += 1
+        inp, plans = self._inputs, self._plans
+        missing = inp.missing(now)
+        plan, reason = plans.lookup(missing)
+        key = (missing, plan is None, reason)
+        if key != self._last_missing:
+            self._last_missing = key
+            self._on_missing_changed(missing, plan, reason)
+        if plan is None:
+            if reason is None and plans.request(missing):
+                self._worker.submit(partial(plans.prepare, missing))
+            self._no_output += 1
+            return
+        self._plan_in_use = plan
+        slots = inp.slots
+        try:
+            r = plan.estimator.estimate(
+                inp.q, inp.dq, inp.acc.value,
+                imu=inp.imu if plan.has_imu else None,
+                ft={n: slots[n].value for n in plan.ft_names} if plan.ft_names else None,
+                load_cells={n: slots[n].value for n in plan.load_cell_names} if plan.load_cell_names else None,
+                joint_torques=({n: slots[n].value[0] for n in plan.joint_torque_names}
+                               if plan.joint_torque_names else None))
+        except (ValueError, FloatingPointError) as exc:
+            self._estimate_failures += 1
+            self._no_output += 1
+            self.get_logger().warning(f"estimate failed: {exc}", throttle_duration_sec=1.0)
+            return
+        tau, wrenches = r.tau, r.contact_wrenches
+        if not (np.isfinite(tau).all() and np.isfinite(wrenches).all()):
+            self._nonfinite_outputs += 1
+            self._no_output += 1
+            return
+        convert.fill_joint_torques(self._torque_msg, stamp, tau)
+        self._torque_pub.publish(self._torque_msg)
+        for (pub, msg), w in zip(self._wrench_list, wrenches):
+            convert.fill_wrench(msg, stamp, w)
+            pub.publish(msg)
+        self._outputs += 1
+        n = self._settings.oracle_every_n
+        if self._oracle is not None and n and self._outputs % n == 0:
+            self._cross_check(plan, r, inp)
+        self._latency.add(time.perf_counter() - t_in)
+
+    def _on_missing_changed(self, missing, plan, reason) -> None:
+        self._missing = missing
+        names = ", ".join(sorted(missing))
+        if not missing:
+            self._status = (diag.OK, "OK")
+            self.get_logger().info("all sensors fresh: full sensor set")
+        elif plan is not None:
+            self._status = (diag.WARN, f"DEGRADED: missing {names}")
+            self.get_logger().warning(f"DEGRADED: missing {names}; estimating with the remaining sensors")
+        else:
+            why = reason or "preparing a plan for the remaining sensors"
+            self._status = (diag.ERROR, f"ERROR: missing {names}: no well-posed sensor set ({why})")
+            self.get_logger().error(f"missing {names}: publishing nothing until they return ({why})")
+
+    def _cross_check(self, plan, r, inp) -> None:
+        try:
+            est = plan.estimator
+            base_acc = r.base_acceleration if est.model.floating_base else None
+            joint, base = self._oracle.check(inp.q, inp.dq, inp.acc.value, inp.imu, base_acc,
+                                             r.contact_wrenches, r.tau)
+        except Exception as exc:  # the cross-check must never stop the tick
+            self._oracle_error = f"{type(exc).__name__}: {exc}"
+            return
+        self._oracle_checks += 1
+        self._oracle_residual, self._oracle_base_residual = joint, base
+
+    # ================================================================== reconfiguration
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        with self._lock:
+            try:
+                return self._check_parameters(params)
+            except Exception as exc:  # noqa: BLE001 - a refusal, never an exception into rclpy
+                return SetParametersResult(successful=False, reason=f"unexpected {type(exc).__name__}: {exc}")
+
+    def _check_parameters(self, params) -> SetParametersResult:
+        names = {p.name for p in params}
+        active = self._state == "active"
+        if active and names & NEEDS_CONFIGURE:
+            return _refuse(f"{', '.join(sorted(names & NEEDS_CONFIGURE))} can only change through cleanup and "
+                           f"configure: deactivate, cleanup, set it, then configure and activate again")
+        if active and names & NEEDS_REACTIVATE:
+            return _refuse(f"{', '.join(sorted(names & NEEDS_REACTIVATE))} take effect on activate: "
+                           f"deactivate, set, activate")
+        flat = self._flat_parameters()
+        for p in params:
+            if p.type_ == Parameter.Type.NOT_SET:
+                flat.pop(p.name, None)
+            else:
+                flat[p.name] = p.value
+        try:
+            config = SensorConfig.from_parameters(flat)
+            settings = NodeSettings.from_parameters(config.node)
+        except ConfigError as exc:
+            return _refuse(str(exc))
+        if self._plans is None:           # unconfigured: takes effect at configure
+            return SetParametersResult(successful=True)
+        if names & NEEDS_CONFIGURE:
+            self.get_logger().info(f"{', '.join(sorted(names & NEEDS_CONFIGURE))} changed: takes effect at "
+                                   f"the next configure (cleanup, then configure)")
+        if _sensor_part(config) == _sensor_part(self._config):
+            self._apply_live(config, settings)
+            return SetParametersResult(successful=True)
+        try:
+            t0 = time.monotonic()
+            plans = PlanSet(self._xml, config, PlanSet.plan(self._xml, config))
+            oracle = self._make_oracle(self._xml, config, plans, settings)
+        except Exception as exc:
+            return _refuse(f"{advice(exc)}; the current sensor set stays in use")
+        self._gen += 1
+        pending = _Pending(self._gen, config, settings, plans, oracle)
+        if self._pending is not None:
+            self._pending.plans.close()
+        self.get_logger().info(f"new sensor set planned in {time.monotonic() - t0:.2f} s: "
+                               f"{plans.main.estimator.plan.summary()}")
+        if active:
+            self._pending = pending            # swapped in at the start of the next tick
+        else:
+            self._apply(pending)
+        self._worker.submit(plans.prepare_single_losses)
+        return SetParametersResult(successful=True)
+
+    def _apply_live(self, config, settings) -> None:
+        """Node-only parameters that apply at once (filter cutoff, timeouts, cross-check)."""
+        old = self._settings
+        self._config, self._settings = config, settings
+        self._inputs.configure(config, settings)
+        if settings.oracle_every_n and self._oracle is None and not old.oracle_every_n:
+            self._oracle = self._make_oracle(self._xml, config, self._plans, settings)
+        if settings.diagnostics_period != old.diagnostics_period and self._diag_timer is not None:
+            self.destroy_timer(self._diag_timer)
+            self._diag_timer = self.create_timer(settings.diagnostics_period, self._publish_diagnostics,
+                                                 callback_group=self._diag_group)
+
+    def _try_swap(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            return                              # a reconfiguration is being validated: next tick
+        try:
+            pending, self._pending = self._pending, None
+            if pending is not None and pending.gen == self._gen:
+                self._apply(pending)
+        finally:
+            self._lock.release()
+
+    def _apply(self, pending: _Pending) -> None:
+        old = self._plans
+        self._config, self._settings = pending.config, pending.settings
+        self._plans, self._oracle = pending.plans, pending.oracle
+        self._inputs.configure(pending.config, pending.settings)
+        self._sync_contact_publishers()
+        if self._active:
+            self._sync_sensor_subscriptions()
+        self._last_missing = None
+        if old is not None and old is not pending.plans:
+            old.close()
+        self.get_logger().info("reconfigured: the new sensor set is in use")
+
+    # ================================================================== diagnostics
+    def _publish_diagnostics(self) -> None:
+        pub = self._diag_pub
+        if pub is None:
+            return
+        level, message = self._status if self._state == "active" else (diag.OK, self._state)
+        values = {"state": self._state, "status": message}
+        plans, inp = self._plans, self._inputs
+        if plans is not None:
+            plan = self._plan_in_use or plans.main
+            values["active_plan"] = "full" if not plan.missing else "without " + ", ".join(sorted(plan.missing))
+        values.update(ticks=self._ticks, outputs=self._outputs, ticks_without_output=self._no_output,
+                      estimate_failures=self._estimate_failures, nonfinite_outputs=self._nonfinite_outputs,
+                      stale_timer_ticks=self._stale_ticks)
+        lat = self._latency.summary()
+        values.update(tick_latency_median_ms=lat["median"] * 1e3, tick_latency_p99_ms=lat["p99"] * 1e3,
+                      tick_latency_max_ms=lat["max"] * 1e3)
+        if plans is not None:
+            rep = plans.main.estimator.plan
+            values.update(plan=rep.summary(), plan_unknowns=rep.n_unknowns, plan_equations=rep.n_equations,
+                          plan_nnz=rep.nnz, plan_fill_in=rep.fill_in, plan_flops=rep.flops)
+            values.update({f"fallback/{k}": v for k, v in plans.fallback_summary().items()})
+        tol = self._settings.oracle_tolerance if self._settings is not None else float("nan")
+        values.update(oracle_residual=self._oracle_residual, oracle_base_residual=self._oracle_base_residual,
+                      oracle_checks=self._oracle_checks, oracle_tolerance=tol)
+        if self._oracle_error:
+            values["oracle_error"] = self._oracle_error
+        if self._state == "active" and self._oracle_residual > tol:
+            level = max(level, diag.WARN)
+            message += f"; oracle residual {self._oracle_residual:.3g} N·m above tolerance {tol:g}"
+        if inp is not None:
+            now = self._now()
+            for name, slot in [("joint_states", inp.joint_states)] + list(inp.slots.items()):
+                values[f"{name}/fresh"] = slot.fresh(now)
+                values[f"{name}/age_ms"] = slot.age(now) * 1e3
+                values[f"{name}/received"] = slot.received
+                values[f"{name}/rejected"] = sum(slot.rejected.values())
+                for reason, count in sorted(slot.rejected.items()):
+                    values[f"{name}/rejected/{reason}"] = count
+        hw = plans.main.estimator.model.name if plans is not None else ""
+        name = f"rbd_estimator: {self.get_fully_qualified_name()}"
+        try:
+            pub.publish(diag.diagnostic_array(self.get_clock().now().to_msg(), name, hw, level, message, values))
+        except Exception:  # noqa: BLE001 - publisher destroyed by a concurrent cleanup
+            pass
+
+
+def _refuse(reason: str) -> SetParametersResult:
+    return SetParametersResult(successful=False, reason=reason)
+
+
+def main(args=None) -> None:
+    """Console script ``estimator_node``: the node in a multi-threaded executor (see the module docstring)."""
+    rclpy.init(args=args)
+    sys.setswitchinterval(0.0005)   # short GIL hand-over: ticks interleave with planning threads
+    node = EstimatorNode()
+    executor = MultiThreadedExecutor(num_threads=3)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Node-only parameters of the estimator node and when each of them may change.
+
+The sensor and contact parameters are :class:`~rbd_estimator.estimation.config.SensorConfig`'s
+schema; everything else the node reads lives in ``SensorConfig.node`` and is parsed here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+#: name → (default, description). Declared by the node when not given as an override.
+NODE_PARAMETERS = {
+    "robot_description": ("", "URDF XML. Empty: read it from robot_description_topic at configure."),
+    "robot_description_topic": ("/robot_description",
+                                "std_msgs/String topic (transient local, as robot_state_publisher publishes it) "
+                                "read at configure when robot_description is empty."),
+    "robot_description_timeout": (10.0, "Seconds configure waits for robot_description_topic."),
+    "joint_states_topic": ("joint_states", "sensor_msgs/JointState input: positions and velocities."),
+    "joint_states_timeout": (0.1, "Seconds; with tick: timer, no estimate is made from older joint states."),
+    "joint_torque_topic": ("", "sensor_msgs/JointState whose effort field carries the joint-torque sensors "
+                               "(joint_torque_sensors). Empty: the efforts of joint_states_topic."),
+    "joint_torque_timeout": (0.05, "Seconds after which the joint-torque readings count as missing."),
+    "acceleration_cutoff_hz": (100.0, "Cutoff of the first-order low-pass on finite-difference accelerations "
+                                      "(joints, and the IMU angular acceleration). 0: no low-pass."),
+    "max_sample_gap": (0.1, "Seconds; a larger gap between two velocity samples restarts the derivative filter."),
+    "tick": ("joint_states", "'joint_states': estimate on every joint-state message; 'timer': at rate_hz."),
+    "rate_hz": (1000.0, "Tick rate with tick: timer."),
+    "oracle_every_n": (100, "Ticks between pinocchio cross-checks of the estimate (0: off)."),
+    "oracle_tolerance": (1e-3, "N·m; the cross-check reports WARN when the largest torque difference is above."),
+    "diagnostics_period": (1.0, "Seconds between /diagnostics messages."),
+}
+
+#: Changing these while the node is configured needs cleanup + configure.
+NEEDS_CONFIGURE = frozenset({"robot_description", "robot_description_topic", "robot_description_timeout"})
+#: Subscriptions and the tick source: refused while active (deactivate, change, activate).
+NEEDS_REACTIVATE = frozenset({"joint_states_topic", "joint_torque_topic", "tick", "rate_hz"})
+
+TICK_SOURCES = ("joint_states", "timer")
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """The parsed node-only parameters (see :data:`NODE_PARAMETERS`)."""
+    robot_description: str
+    robot_description_topic: str
+    robot_description_timeout: float
+    joint_states_topic: str
+    joint_states_timeout: float
+    joint_torque_topic: str
+    joint_torque_timeout: float
+    acceleration_cutoff_hz: float
+    max_sample_gap: float
+    tick: str
+    rate_hz: float
+    oracle_every_n: int
+    oracle_tolerance: float
+    diagnostics_period: float
+
+    @classmethod
+    def from_parameters(cls, node_params: dict) -> "NodeSettings":
+        """From ``SensorConfig.node`` (flat names); raises :class:`ConfigError` naming the parameter."""
+        kw = {}
+        for name, (default, _) in NODE_PARAMETERS.items():
+            value = node_params.get(name, default)
+            if isinstance(default, str):
+                if not isinstance(value, str):
+                    raise ConfigError(f"parameter '{name}' must be a string, got {value!r}")
+            elif isinstance(default, int) and not isinstance(default, bool) and not isinstance(default, float):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ConfigError(f"parameter '{name}' must be an integer >= 0, got {value!r}")
+            else:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                        or value < 0:
+                    raise ConfigError(f"parameter '{name}' must be a finite number >= 0, got {value!r}")
+                value = float(value)
+            kw[name] = value
+        if kw["tick"] not in TICK_SOURCES:
+            raise ConfigError(f"parameter 'tick' must be one of {TICK_SOURCES}, got {kw['tick']!r}")
+        for name in ("rate_hz", "robot_description_timeout", "joint_states_timeout", "joint_torque_timeout",
+                     "max_sample_gap", "diagnostics_period"):
+            if kw[name] <= 0.0:
+                raise ConfigError(f"parameter '{name}' must be > 0, got {kw[name]!r}")
+        if not kw["joint_states_topic"]:
+            raise ConfigError("parameter 'joint_states_topic' must name a topic")
+        return cls(**kw)
+
+    def joint_torque_source(self) -> str:
+        """The topic that carries the joint-torque sensors."""
+        return self.joint_torque_topic or self.joint_states_topic
+
+
+def default_topic(kind: str, name: str) -> str:
+    """Default input topic of a sensor whose ``topic`` parameter is empty (relative: follows the
+    node's namespace)."""
+    return {"ft": f"ft/{name}", "load_cell": f"load_cells/{name}", "imu": "imu"}[kind]

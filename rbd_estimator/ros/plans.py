@@ -1,0 +1,167 @@
+"""The estimators a node holds: one for the full sensor set, one per prepared sensor loss.
+
+Planning is off-line work (seconds for a humanoid), so only the full set is planned where a
+decision depends on it (configure, reconfiguration); the plans for losing one sensor
+(``config.without(name)``) are prepared by a background :class:`PlanWorker` right after, and a
+loss of several sensors at once is planned on demand. A loss whose remaining set is ill-posed is
+recorded as *unavailable* with the planner's reason. No ROS import.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+
+from ..errors import ConfigError, IllPosedError, ModelError
+from ..estimation import Estimator
+
+
+class Plan:
+    """An estimator plus the input names it reads, computed once."""
+    __slots__ = ("estimator", "ft_names", "load_cell_names", "joint_torque_names", "has_imu", "missing")
+
+    def __init__(self, estimator: Estimator, missing: frozenset):
+        cfg = estimator.config
+        self.estimator = estimator
+        self.ft_names = tuple(estimator.ft_names)
+        self.load_cell_names = tuple(c.name for c in cfg.load_cells)
+        self.joint_torque_names = tuple(cfg.joint_torque_sensors)
+        self.has_imu = cfg.imu is not None
+        self.missing = missing
+
+
+def without(config, missing) -> object:
+    """The configuration without the sensors in ``missing``."""
+    for name in sorted(missing):
+        config = config.without(name)
+    return config
+
+
+class PlanSet:
+    """``missing sensors → Plan`` for one robot description and sensor configuration."""
+
+    MAX_PLANS = 64
+
+    def __init__(self, xml: str, config, main: Estimator):
+        self.xml, self.config = xml, config
+        self.main = Plan(main, frozenset())
+        self._plans: dict[frozenset, Plan] = {frozenset(): self.main}
+        self.unavailable: dict[frozenset, str] = {}
+        self._requested: set = set()
+        self._lock = threading.Lock()
+        self.closed = False
+        self.single_losses_done = False
+
+    @classmethod
+    def plan(cls, xml: str, config) -> Estimator:
+        """Plan the full set; raises ModelError / ConfigError / IllPosedError with the reason."""
+        return Estimator.from_urdf(xml, config)
+
+    # ------------------------------------------------------------------ lookup (tick path)
+    def lookup(self, missing: frozenset):
+        """``(plan, None)``, or ``(None, reason)``: ``reason`` is None while the plan is not known yet."""
+        p = self._plans.get(missing)
+        if p is not None:
+            return p, None
+        return None, self.unavailable.get(missing)
+
+    def known(self, missing: frozenset) -> bool:
+        return missing in self._plans or missing in self.unavailable
+
+    def request(self, missing: frozenset) -> bool:
+        """Mark a loss for planning; False if it is already known or requested."""
+        with self._lock:
+            if self.known(missing) or missing in self._requested or len(self._requested) > self.MAX_PLANS:
+                return False
+            self._requested.add(missing)
+            return True
+
+    # ------------------------------------------------------------------ planning (worker)
+    def prepare(self, missing: frozenset) -> None:
+        """Plan the set without ``missing`` (worker thread)."""
+        if self.closed or self.known(missing):
+            return
+        cfg = without(self.config, missing)
+        try:
+            est = Estimator.from_urdf(self.xml, cfg)
+        except (ModelError, ConfigError, IllPosedError) as exc:
+            self.unavailable[missing] = str(exc)
+            return
+        except Exception as exc:  # a planner failure must not kill the worker
+            self.unavailable[missing] = f"{type(exc).__name__}: {exc}"
+            return
+        if not self.closed:
+            self._plans[missing] = Plan(est, missing)
+
+    def prepare_single_losses(self) -> None:
+        for name in self.config.sensor_names:
+            if self.closed:
+                return
+            self.prepare(frozenset((name,)))
+        self.single_losses_done = True
+
+    def close(self) -> None:
+        """Release the plans (cleanup); a worker still planning for this set discards its result."""
+        self.closed = True
+        self._plans = {}
+        self.unavailable = {}
+
+    # ------------------------------------------------------------------ reporting
+    def fallback_summary(self) -> dict:
+        """Sensor losses → 'ready' or the reason they are unavailable (single losses first)."""
+        out = {}
+        for k in sorted(self._plans, key=lambda s: (len(s), sorted(s))):
+            if k:
+                out["+".join(sorted(k))] = "ready"
+        for k, why in sorted(self.unavailable.items(), key=lambda kv: (len(kv[0]), sorted(kv[0]))):
+            out["+".join(sorted(k))] = "unavailable: " + why
+        return out
+
+
+class PlanWorker:
+    """One background thread that runs planning jobs in order (daemon; stopped by :meth:`stop`)."""
+
+    def __init__(self, on_error=None):
+        self._q: queue.Queue = queue.Queue()
+        self._thread = None
+        self._on_error = on_error
+        self._busy = threading.Event()
+
+    def submit(self, job) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="rbd_estimator_planner", daemon=True)
+            self._thread.start()
+        self._q.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self._q.get()
+            try:
+                if job is None:
+                    return
+                job()
+            except Exception as exc:  # noqa: BLE001 - reported, the worker keeps serving
+                if self._on_error is not None:
+                    self._on_error(exc)
+            finally:
+                self._q.task_done()
+
+    def idle(self) -> bool:
+        return self._q.unfinished_tasks == 0
+
+    def wait_idle(self, timeout: float) -> bool:
+        import time
+        end = time.monotonic() + timeout
+        while not self.idle():
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            self._q.put(None)
+            self._thread.join(timeout)
+        self._thread = None
+
+
+__all__ = ["Plan", "PlanSet", "PlanWorker", "without"]
