@@ -13,11 +13,15 @@ Lifecycle (``rclpy`` managed node; drive it with ``ros2 lifecycle set`` or a lau
   **deactivate** destroys them; **cleanup** releases plans, publishers and the cross-check;
   **shutdown** does whatever of this is needed from any state.
 
-Threads: ticks (all input subscriptions, the tick timer and the lifecycle services) run in one
-mutually exclusive callback group; parameter services and ``/diagnostics`` in others, so with the
-:class:`~rclpy.executors.MultiThreadedExecutor` of :func:`main` a reconfiguration — validated and
-planned inside the set-parameters callback, which must answer synchronously — runs while ticks
-go on with the old plan; the new plan is swapped in at the start of the next tick.
+Threads: the input subscriptions and the tick timer live on a hidden helper node
+(``_<name>_io``, same namespace) spun by the node's own single-threaded executor in a dedicated
+thread — the *tick thread*. The lifecycle and parameter services and ``/diagnostics`` belong to the
+node itself, spun by the caller's executor (:func:`main` uses a multi-threaded one). So a
+reconfiguration — validated and planned inside the set-parameters callback, which must answer
+synchronously — runs while ticks go on with the old plan; the new plan is swapped in at the start
+of the next tick. (Why two executors: rclpy's multi-threaded executor costs several hundred
+microseconds per callback, too much for 1 kHz joint states plus one message per sensor; the
+single-threaded one keeps up. Planning code that holds the GIL still pauses the tick thread.)
 
 No mathematics here: see :mod:`rbd_estimator.ros` for the helpers and
 :mod:`rbd_estimator.estimation` for the estimate.
@@ -35,7 +39,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNodeMixin, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -108,10 +112,16 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             if not self.has_parameter(name):
                 self.declare_parameter(name, default, ParameterDescriptor(description=description,
                                                                           dynamic_typing=True))
-        self._tick_group = MutuallyExclusiveCallbackGroup()
         self._diag_group = MutuallyExclusiveCallbackGroup()
-        LifecycleNodeMixin.__init__(self, callback_group=self._tick_group)
-        self._lock = threading.RLock()
+        LifecycleNodeMixin.__init__(self)      # lifecycle services: default group, with the parameter services
+        self._lock = threading.RLock()         # transitions and reconfigurations
+        self._tick_lock = threading.Lock()     # the tick thread against transitions
+        self._io = Node(f"_{node_name}_io", namespace=self.get_namespace(), context=self.context,
+                        start_parameter_services=False, enable_logger_service=False)
+        self._io_executor = SingleThreadedExecutor(context=self.context)
+        self._io_executor.add_node(self._io)
+        self._io_thread = threading.Thread(target=self._spin_io, name=f"{node_name}_ticks", daemon=True)
+        self._io_thread.start()
         self._worker = PlanWorker(on_error=lambda e: self.get_logger().error(f"planning failed: {e}"))
         self._state = "unconfigured"
         self._gen = 0
@@ -145,6 +155,11 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         return self._worker.wait_idle(timeout)
 
     @property
+    def input_topics(self) -> set:
+        """Topics the node subscribes to right now (only while active)."""
+        return {s.topic_name for s in self._io.subscriptions}
+
+    @property
     def estimator(self):
         """The estimator of the full sensor set (None unless configured)."""
         return self._plans.main.estimator if self._plans is not None else None
@@ -174,31 +189,32 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 self.last_error = advice(exc)
                 self.get_logger().error(f"configure failed: {self.last_error}")
                 return FAILURE
-            self._worker.submit(plans.prepare_single_losses)
+            if settings.prepare_fallbacks:
+                self._worker.submit(plans.prepare_single_losses)
             self.last_error = ""
             self._state = "inactive"
             est = plans.main.estimator
             self.get_logger().info(
                 f"configured for '{est.model.name}' ({len(est.joint_names)} joints, contacts "
                 f"{', '.join(est.contact_names) or 'none'}) in {time.monotonic() - t0:.2f} s: "
-                f"{est.plan.summary()}; preparing plans for {len(config.sensor_names)} single-sensor losses")
+                f"{est.plan.summary()}" + (f"; preparing plans for {len(config.sensor_names)} single-sensor losses"
+                                            if settings.prepare_fallbacks else ""))
             return SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        with self._lock:
+        with self._lock, self._tick_lock:
             self._inputs.reset()
             self._last_missing = None
             self._status = (diag.OK, "active, waiting for joint states")
             self._create_subscriptions()
             if self._settings.tick == "timer":
-                self._tick_timer = self.create_timer(1.0 / self._settings.rate_hz, self._on_timer,
-                                                     callback_group=self._tick_group)
+                self._tick_timer = self._io.create_timer(1.0 / self._settings.rate_hz, self._on_timer)
             self._active = True
             self._state = "active"
             return LifecycleNodeMixin.on_activate(self, state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        with self._lock:
+        with self._lock, self._tick_lock:
             self._active = False
             self._destroy_subscriptions()
             self._state = "inactive"
@@ -228,7 +244,24 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         with self._lock:
             self._release()
         self._worker.stop()
+        self._io_executor.shutdown()
+        self._io_thread.join(5.0)
+        self._io.destroy_node()
         super().destroy_node()
+
+    def _spin_io(self) -> None:
+        """The tick thread. An exception escaping a callback is logged and the thread goes on."""
+        while True:
+            try:
+                self._io_executor.spin()
+                return
+            except ExternalShutdownException:
+                return
+            except Exception as exc:  # noqa: BLE001 - the node must keep ticking
+                if not self.context.ok():
+                    return
+                self.get_logger().error(f"tick thread: unexpected {type(exc).__name__}: {exc}",
+                                        throttle_duration_sec=1.0)
 
     # ================================================================== configure helpers
     def _clear(self) -> None:
@@ -254,9 +287,10 @@ class EstimatorNode(LifecycleNodeMixin, Node):
 
     def _release(self) -> None:
         """Destroy every entity configure/activate created and drop the plans (idempotent)."""
-        self._active = False
+        with self._tick_lock:
+            self._active = False
+            self._destroy_subscriptions()
         self._gen += 1
-        self._destroy_subscriptions()
         if self._torque_pub is not None:
             self.destroy_lifecycle_publisher(self._torque_pub)
         for pub, _ in self._wrench_pubs.values():
@@ -335,21 +369,20 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     # ================================================================== subscriptions
     def _create_subscriptions(self) -> None:
         s, cfg = self._settings, self._config
-        self._subs["joint_states"] = self.create_subscription(
-            JointState, s.joint_states_topic, self._on_joint_state, INPUT_QOS, callback_group=self._tick_group)
+        self._subs["joint_states"] = self._io.create_subscription(
+            JointState, s.joint_states_topic, self._on_joint_state, INPUT_QOS)
         self._tick_on_js = s.tick == "joint_states"
         self._jt_from_js = bool(cfg.joint_torque_sensors) and s.joint_torque_source() == s.joint_states_topic
         if cfg.joint_torque_sensors and not self._jt_from_js:
-            self._subs["joint_torques"] = self.create_subscription(
-                JointState, s.joint_torque_source(), self._on_joint_torques, INPUT_QOS,
-                callback_group=self._tick_group)
+            self._subs["joint_torques"] = self._io.create_subscription(
+                JointState, s.joint_torque_source(), self._on_joint_torques, INPUT_QOS)
         self._sync_sensor_subscriptions()
 
     def _sync_sensor_subscriptions(self) -> None:
         wanted = {("sensor", name, slot.kind, slot.topic): slot for name, slot in self._inputs.slots.items()
                   if slot.kind in ("imu", "ft", "load_cell")}
         for key in [k for k in self._subs if k[0] == "sensor" and k not in wanted]:
-            self.destroy_subscription(self._subs.pop(key))
+            self._io.destroy_subscription(self._subs.pop(key))
         for key, slot in wanted.items():
             if key in self._subs:
                 continue
@@ -360,58 +393,67 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 msg_type, cb = WrenchStamped, partial(self._on_wrench, name)
             else:
                 msg_type, cb = Float64MultiArray, partial(self._on_load_cells, name)
-            self._subs[key] = self.create_subscription(msg_type, topic, cb, INPUT_QOS,
-                                                       callback_group=self._tick_group)
+            self._subs[key] = self._io.create_subscription(msg_type, topic, cb, INPUT_QOS)
 
     def _destroy_subscriptions(self) -> None:
         for sub in self._subs.values():
-            self.destroy_subscription(sub)
+            self._io.destroy_subscription(sub)
         self._subs = {}
         if self._tick_timer is not None:
-            self.destroy_timer(self._tick_timer)
+            self._io.destroy_timer(self._tick_timer)
             self._tick_timer = None
 
     # ================================================================== input callbacks
-    def _now(self) -> int:
-        return self.get_clock().now().nanoseconds
+    @staticmethod
+    def _received(info) -> int:
+        """When the middleware received the message (wall clock, ns): freshness does not depend on how
+        long the message then waited for the executor."""
+        t = info.get("received_timestamp", 0) if info else 0
+        return t if t > 0 else time.time_ns()
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, msg: JointState, info) -> None:
         t_in = time.perf_counter()
-        if not self._active:
-            return
-        now = self._now()
-        ready = self._inputs.on_joint_state(msg, now)
-        if self._jt_from_js:
-            self._inputs.on_joint_torques(msg, now)
-        if ready and self._tick_on_js:
-            self._tick(now, msg.header.stamp, t_in)
+        with self._tick_lock:
+            if not self._active:
+                return
+            now = self._received(info)
+            ready = self._inputs.on_joint_state(msg, now)
+            if self._jt_from_js:
+                self._inputs.on_joint_torques(msg, now)
+            if ready and self._tick_on_js:
+                self._tick(now, msg.header.stamp, t_in)
 
-    def _on_joint_torques(self, msg: JointState) -> None:
-        if self._active:
-            self._inputs.on_joint_torques(msg, self._now())
+    def _on_joint_torques(self, msg: JointState, info) -> None:
+        with self._tick_lock:
+            if self._active:
+                self._inputs.on_joint_torques(msg, self._received(info))
 
-    def _on_imu(self, msg: Imu) -> None:
-        if self._active:
-            self._inputs.on_imu(msg, self._now())
+    def _on_imu(self, msg: Imu, info) -> None:
+        with self._tick_lock:
+            if self._active:
+                self._inputs.on_imu(msg, self._received(info))
 
-    def _on_wrench(self, name: str, msg: WrenchStamped) -> None:
-        if self._active:
-            self._inputs.on_wrench(name, msg, self._now())
+    def _on_wrench(self, name: str, msg: WrenchStamped, info) -> None:
+        with self._tick_lock:
+            if self._active:
+                self._inputs.on_wrench(name, msg, self._received(info))
 
-    def _on_load_cells(self, name: str, msg: Float64MultiArray) -> None:
-        if self._active:
-            self._inputs.on_load_cells(name, msg, self._now())
+    def _on_load_cells(self, name: str, msg: Float64MultiArray, info) -> None:
+        with self._tick_lock:
+            if self._active:
+                self._inputs.on_load_cells(name, msg, self._received(info))
 
     def _on_timer(self) -> None:
         t_in = time.perf_counter()
-        if not self._active:
-            return
-        now = self._now()
-        js = self._inputs.joint_states
-        if not js.ready or not js.fresh(now):
-            self._stale_ticks += 1
-            return
-        self._tick(now, convert.time_msg(js.stamp_ns), t_in)
+        with self._tick_lock:
+            if not self._active:
+                return
+            now = time.time_ns()
+            js = self._inputs.joint_states
+            if not js.ready or not js.fresh(now):
+                self._stale_ticks += 1
+                return
+            self._tick(now, convert.time_msg(js.stamp_ns), t_in)
 
     # ================================================================== the tick
     def _tick(self, now: int, stamp, t_in: float) -> None:
@@ -440,10 +482,11 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 load_cells={n: slots[n].value for n in plan.load_cell_names} if plan.load_cell_names else None,
                 joint_torques=({n: slots[n].value[0] for n in plan.joint_torque_names}
                                if plan.joint_torque_names else None))
-        except (ValueError, FloatingPointError) as exc:
+        except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
             self._estimate_failures += 1
             self._no_output += 1
-            self.get_logger().warning(f"estimate failed: {exc}", throttle_duration_sec=1.0)
+            self.get_logger().warning(f"estimate failed ({type(exc).__name__}: {exc}); nothing published "
+                                      f"this tick", throttle_duration_sec=1.0)
             return
         tau, wrenches = r.tau, r.contact_wrenches
         if not (np.isfinite(tau).all() and np.isfinite(wrenches).all()):
@@ -539,7 +582,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             self._pending = pending            # swapped in at the start of the next tick
         else:
             self._apply(pending)
-        self._worker.submit(plans.prepare_single_losses)
+        if settings.prepare_fallbacks:
+            self._worker.submit(plans.prepare_single_losses)
         return SetParametersResult(successful=True)
 
     def _apply_live(self, config, settings) -> None:
@@ -608,7 +652,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             level = max(level, diag.WARN)
             message += f"; oracle residual {self._oracle_residual:.3g} N·m above tolerance {tol:g}"
         if inp is not None:
-            now = self._now()
+            now = time.time_ns()
             for name, slot in [("joint_states", inp.joint_states)] + list(inp.slots.items()):
                 values[f"{name}/fresh"] = slot.fresh(now)
                 values[f"{name}/age_ms"] = slot.age(now) * 1e3
@@ -629,11 +673,12 @@ def _refuse(reason: str) -> SetParametersResult:
 
 
 def main(args=None) -> None:
-    """Console script ``estimator_node``: the node in a multi-threaded executor (see the module docstring)."""
+    """Console script ``estimator_node``: the node's services in a multi-threaded executor; its tick
+    thread runs on its own (see the module docstring)."""
     rclpy.init(args=args)
-    sys.setswitchinterval(0.0005)   # short GIL hand-over: ticks interleave with planning threads
+    sys.setswitchinterval(0.0005)   # short GIL hand-overs: the tick thread interleaves with the others
     node = EstimatorNode()
-    executor = MultiThreadedExecutor(num_threads=3)
+    executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
     try:
         executor.spin()

@@ -180,18 +180,21 @@ class Estimator:
         """Triplets of the matrix to factorise: ``A`` (square) or the KKT matrix
         ``[[0, A_hᵀ, A_sᵀ], [A_h, 0, 0], [A_s, 0, -1]]`` of the weighted least-squares problem."""
         lay = self._layout
+        hard = [(c, r) for r, c in enumerate(lay.row_pivot) if c >= 0]     # (column, row) pivots
         if lay.m == lay.n:
-            return list(lay.triplets), lay.n, False
+            return list(lay.triplets), lay.n, False, hard
         n, N = lay.n, lay.n + lay.m
         trip = [(n + r, c, s, v) for r, c, s, v in lay.triplets]
         trip += [(c, n + r, s, v) for r, c, s, v in lay.triplets]
         trip += [(n + lay.m_hard + k, n + lay.m_hard + k, 0, -1.0) for k in range(lay.m_soft)]
-        return trip, N, True
+        pivots = ([(c, n + r) for c, r in hard] + [(n + r, c) for c, r in hard]
+                  + [(n + lay.m_hard + k, n + lay.m_hard + k) for k in range(lay.m_soft)])
+        return trip, N, True, pivots
 
     def _plan_factorisation(self):
         lay = self._layout
-        trip, N, redundant = self._system_triplets()
-        lu = self._lu = plan_static_lu(trip, N, lay.n_src, self._plan_src)
+        trip, N, redundant, pivots = self._system_triplets()
+        lu = self._lu = plan_static_lu(trip, N, lay.n_src, self._plan_src, pivots=pivots)
         self._Ap, self._Ai, self._GK = lu.Ap, lu.Ai, lu.G
         self._Lp, self._Li, self._Up, self._Ui = lu.Lp, lu.Li, lu.Up, lu.Ui
         # right-hand side: rows of K are [0 (n); r (m)] for KKT, r for square
@@ -252,10 +255,10 @@ class Estimator:
         ``config.joint_torque_sensors`` order or ``{joint: τ}``. Raises ``ValueError`` naming the
         input when one is missing, has the wrong shape or is not finite; nothing is computed then.
         """
-        self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
-        if self._structured is not None:
-            status = self._structured.tick()
+        if self._structured is not None:        # packs (fast path for arrays) and solves
+            status = self._structured.estimate(q, dq, ddq, imu, ft, load_cells, joint_torques)
         else:
+            self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
             status = _tick(
                 self._jtype, self._parents, self._S, self._jofb, self.model.axes, self.model.E_tree, self.model.r_tree,
                 self.model.inertias, self._a0, self._imu_body, self._imu_E, self._imu_r, self._imu_chain,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
@@ -74,7 +75,8 @@ def check_well_posed(layout: SystemLayout, A_pattern: sp.csr_matrix, A_numeric: 
     maximum bipartite matching), then numerically at every random state given. The message names
     the quantities that carry the null space, weighted by their share of it."""
     n = layout.n
-    match = csgraph.maximum_bipartite_matching(A_pattern.tocsr(), perm_type="row")
+    # row matched to each column; matching on Aᵀ (scipy's solver stalls on tall matrices)
+    match = csgraph.maximum_bipartite_matching(A_pattern.T.tocsr(), perm_type="column")
     unmatched = np.flatnonzero(match < 0)
     for A in A_numeric:
         if n > DENSE_RANK_LIMIT and not unmatched.size and _full_column_rank_sparse(A):
@@ -141,17 +143,12 @@ def _undetermined_message(layout, cols, weight, ndir, structural) -> str:
             f"undetermined; {hint}")
 
 
-def block_triangular_order(K: sp.csr_matrix, weights: sp.csr_matrix):
-    """Row and column orders putting ``K`` in block lower triangular form with a
-    maximum-product diagonal. Returns ``(row_order, col_order, blocks)`` with ``blocks`` the
+def block_triangular_order(K: sp.csr_matrix, weights: sp.csr_matrix, pivots=()):
+    """Row and column orders putting ``K`` in block lower triangular form with large entries on
+    the diagonal. Returns ``(row_order, col_order, blocks)`` with ``blocks`` the
     start offsets of the diagonal blocks (plus the end)."""
     N = K.shape[0]
-    W = weights.tocsr().copy()
-    logs = np.log(np.maximum(np.abs(W.data), 1e-300))
-    W.data = logs.max() - logs + 1.0                           # min Σ -log|a| ⇔ max Π |a| (MC64-like)
-    row_ind, col_ind = csgraph.min_weight_full_bipartite_matching(W)
-    row_of_col = np.empty(N, dtype=np.int64)
-    row_of_col[col_ind] = row_ind
+    row_of_col = _large_entry_matching(weights.tocsr(), pivots)
     # directed graph on columns: c → c' when the row matched to c has an entry in column c'
     Km = K.tocsr()[row_of_col, :]                               # row k is the row matched to column k
     G = sp.csr_matrix((np.ones(Km.nnz), Km.indices, Km.indptr), shape=(N, N))
@@ -168,6 +165,77 @@ def block_triangular_order(K: sp.csr_matrix, weights: sp.csr_matrix):
     sizes = np.bincount(rank[label], minlength=ncomp)
     blocks = np.concatenate([[0], np.cumsum(sizes)])
     return row_of_col[cols], cols, blocks
+
+
+def _large_entry_matching(W: sp.csr_matrix, pivots=()) -> np.ndarray:
+    """A perfect matching (the row matched to each column) that prefers the given ``pivots``
+    (column, row), then large entries: greedy in decreasing ``|a| / max|column|``, completed by
+    augmenting paths. A cheap stand-in for MC64's
+    maximum-product matching that puts the constant unit entries of Nori's blocks on the
+    diagonal. (scipy's ``maximum_bipartite_matching`` stalls on these graphs.)"""
+    C = abs(W).tocsc()
+    C.eliminate_zeros()
+    C.sort_indices()
+    colmax = np.zeros(C.shape[1])
+    nz = np.diff(C.indptr) > 0
+    colmax[nz] = np.maximum.reduceat(C.data, C.indptr[:-1][nz])
+    cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
+    score = C.data / colmax[cols]
+    order = np.argsort(-score, kind="stable")
+    pc = np.array([c for c, _ in pivots], dtype=np.int64)
+    pr = np.array([r for _, r in pivots], dtype=np.int64)
+    row_of_col = _augmenting_matching(C.indptr.astype(np.int64), C.indices.astype(np.int64),
+                                      np.concatenate([pc, cols[order]]).astype(np.int64),
+                                      np.concatenate([pr, C.indices[order]]).astype(np.int64), C.shape[0])
+    if np.any(row_of_col < 0):
+        raise ValueError("the system matrix is structurally singular")
+    return row_of_col
+
+
+@nb.njit(cache=True)
+def _augmenting_matching(indptr, indices, greedy_cols, greedy_rows, n_rows):
+    """Greedy matching over the (column, row) pairs in the given order, then Kuhn's augmenting
+    paths (iterative depth-first search) for the columns left unmatched."""
+    n_cols = indptr.shape[0] - 1
+    row_of_col = np.full(n_cols, -1, np.int64)
+    col_of_row = np.full(n_rows, -1, np.int64)
+    for k in range(greedy_cols.shape[0]):
+        c, r = greedy_cols[k], greedy_rows[k]
+        if row_of_col[c] < 0 and col_of_row[r] < 0:
+            row_of_col[c], col_of_row[r] = r, c
+    visited = np.full(n_rows, -1, np.int64)
+    stack_c = np.empty(n_cols + 1, np.int64)
+    stack_p = np.empty(n_cols + 1, np.int64)
+    via = np.full(n_rows, -1, np.int64)
+    for c0 in range(n_cols):
+        if row_of_col[c0] >= 0:
+            continue
+        top = 0
+        stack_c[0], stack_p[0] = c0, indptr[c0]
+        found = -1
+        while top >= 0 and found < 0:
+            c, p = stack_c[top], stack_p[top]
+            if p == indptr[c + 1]:
+                top -= 1
+                continue
+            stack_p[top] = p + 1
+            r = indices[p]
+            if visited[r] == c0:
+                continue
+            visited[r] = c0
+            via[r] = c
+            if col_of_row[r] < 0:
+                found = r
+            else:
+                top += 1
+                stack_c[top], stack_p[top] = col_of_row[r], indptr[col_of_row[r]]
+        r = found
+        while r >= 0:                        # flip the path
+            c = via[r]
+            prev = row_of_col[c]
+            row_of_col[c], col_of_row[r] = r, c
+            r = prev
+    return row_of_col
 
 
 def _topological(C: sp.csr_matrix) -> np.ndarray:
@@ -206,6 +274,18 @@ def refine_blocks(K_numeric: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, 
         pc[lu.perm_c] = np.arange(b1 - b0)
         rows[b0:b1] = rows[b0:b1][pr]
         cols[b0:b1] = cols[b0:b1][pc]
+    return rows, cols
+
+
+def tree_order(rows, cols, blocks, col_body):
+    """Inside every irreducible block, order the columns leaves-first by body (descending body
+    index: regular numbering puts children after parents), keeping the block-triangular order as
+    tie-breaker; each column keeps its matched row as pivot."""
+    rows, cols = rows.copy(), cols.copy()
+    for b0, b1 in zip(blocks[:-1], blocks[1:]):
+        if b1 - b0 > 1:
+            order = np.lexsort((np.arange(b1 - b0), -col_body[cols[b0:b1]]))
+            rows[b0:b1], cols[b0:b1] = rows[b0:b1][order], cols[b0:b1][order]
     return rows, cols
 
 
@@ -254,16 +334,27 @@ class StaticLU:
         return Op.indptr.astype(np.int64), Op.indices.astype(np.int64), Op.data.copy()
 
 
-def plan_static_lu(triplets, N: int, n_src: int, src_sample: np.ndarray) -> StaticLU:
+def plan_static_lu(triplets, N: int, n_src: int, src_sample: np.ndarray, col_body=None, pivots=()) -> StaticLU:
     """Block triangular form, pivots and symbolic factorisation of the ``N × N`` matrix with
     entries ``K[r, c] = Σ coef · src[idx]`` over ``triplets`` (r, c, idx, coef), planned on the
-    numeric instance ``src_sample`` (a random state: every worst-case nonzero is nonzero there)."""
+    numeric instance ``src_sample`` (a random state: every worst-case nonzero is nonzero there).
+
+    With ``col_body`` (the body of every column), the irreducible blocks are ordered by the tree
+    instead of COLAMD: the unknowns of a body come before those of its parent (leaves first, the
+    root last), with the matched rows as pivots; ``pivots`` lists preferred (column, row) pairs —
+    the natural pairing of each Newton–Euler row with its unknown, which makes inverse dynamics
+    triangular (Nori Property 1). Eliminating a body then only updates its
+    parent's unknowns — the articulated-body recursion of Nori's Appendix A — so the fill-in and
+    the work stay proportional to the number of bodies."""
     t = np.asarray(triplets, dtype=float)
     tr, tc, ts, tv = t[:, 0].astype(np.int64), t[:, 1].astype(np.int64), t[:, 2].astype(np.int64), t[:, 3]
     K0 = sp.csr_matrix((tv * src_sample[ts], (tr, tc)), shape=(N, N))
     K0.sum_duplicates()
-    rows, cols, blocks = block_triangular_order(K0, K0)
-    rows, cols = refine_blocks(K0, rows, cols, blocks)
+    rows, cols, blocks = block_triangular_order(K0, K0, pivots)
+    if col_body is None:
+        rows, cols = refine_blocks(K0, rows, cols, blocks)
+    else:
+        rows, cols = tree_order(rows, cols, blocks, np.asarray(col_body))
     rpos, cpos = np.empty(N, np.int64), np.empty(N, np.int64)
     rpos[rows], cpos[cols] = np.arange(N), np.arange(N)
     keys = rpos[tr] * N + cpos[tc]

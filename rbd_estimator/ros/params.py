@@ -30,6 +30,8 @@ NODE_PARAMETERS = {
     "oracle_every_n": (100, "Ticks between pinocchio cross-checks of the estimate (0: off)."),
     "oracle_tolerance": (1e-3, "N·m; the cross-check reports WARN when the largest torque difference is above."),
     "diagnostics_period": (1.0, "Seconds between /diagnostics messages."),
+    "prepare_fallbacks": (True, "Plan every single-sensor loss in the background after configure (and after a "
+                                "reconfiguration). False: plan a loss when it first happens (ERROR until ready)."),
 }
 
 #: Changing these while the node is configured needs cleanup + configure.
@@ -57,6 +59,7 @@ class NodeSettings:
     oracle_every_n: int
     oracle_tolerance: float
     diagnostics_period: float
+    prepare_fallbacks: bool
 
     @classmethod
     def from_parameters(cls, node_params: dict) -> "NodeSettings":
@@ -64,10 +67,13 @@ class NodeSettings:
         kw = {}
         for name, (default, _) in NODE_PARAMETERS.items():
             value = node_params.get(name, default)
-            if isinstance(default, str):
+            if isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f"parameter '{name}' must be true or false, got {value!r}")
+            elif isinstance(default, str):
                 if not isinstance(value, str):
                     raise ConfigError(f"parameter '{name}' must be a string, got {value!r}")
-            elif isinstance(default, int) and not isinstance(default, bool) and not isinstance(default, float):
+            elif isinstance(default, int):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise ConfigError(f"parameter '{name}' must be an integer >= 0, got {value!r}")
             else:

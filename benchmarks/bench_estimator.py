@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Per-estimate medians of the structured and the generic solver beside pinocchio's rnea, in one process.
+
+    python benchmarks/bench_estimator.py [--calls 5000] [--memory-calls 10000]
+
+The configuration is the acceptance one: iCub on a floating base, the IMU on root_link, the six
+force-torque sensors, full-wrench contacts on l_sole and r_sole; inputs are numpy arrays (``ft``
+an ``(n_ft, 6)`` array) from one ground-truth sample (test/groundtruth.py). Every function is
+warmed up, then each call is timed with ``time.perf_counter``; the medians are printed in µs with
+the ratio to ``pinocchio.rnea`` on the same robot (free flyer, neutral configuration). Then
+``tracemalloc`` traces 10,000 structured estimates and prints the memory they leave behind.
+A benchmark, not a test: it asserts nothing about time.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [REPO, os.path.join(REPO, "test")]
+
+import numba  # noqa: E402
+import pinocchio as pin  # noqa: E402
+
+from groundtruth import GroundTruth  # noqa: E402
+from oracle import urdf_xml  # noqa: E402
+from rbd_estimator import RobotModel  # noqa: E402
+from rbd_estimator.estimation import Estimator, SensorConfig  # noqa: E402
+
+ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
+           "l_arm_ft_sensor", "r_arm_ft_sensor"]
+
+
+def median_us(fn, calls: int) -> float:
+    """Median wall time of ``fn()`` in µs over ``calls`` calls, after ``calls // 10`` warm-up calls."""
+    for _ in range(max(100, calls // 10)):
+        fn()
+    t = np.empty(calls)
+    for k in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        t[k] = time.perf_counter() - t0
+    return float(np.median(t) * 1e6)
+
+
+def machine() -> str:
+    name = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            name = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return (f"{platform.machine()} {name or platform.processor()}, {os.cpu_count()} CPUs, {platform.system()} "
+            f"{platform.release()}; Python {platform.python_version()}, numpy {np.__version__}, "
+            f"numba {numba.__version__}, pinocchio {pin.__version__}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=5000, help="timed calls per function (default 5000)")
+    ap.add_argument("--memory-calls", type=int, default=10000, help="estimates traced by tracemalloc")
+    args = ap.parse_args()
+
+    xml = urdf_xml("icub")
+    cfg = SensorConfig.from_dict(dict(
+        floating_base=True, imu=dict(frame="root_link"), ft_sensors=ICUB_FT, contacts=["l_foot", "r_foot"],
+        contact=dict(l_foot=dict(frame="l_sole"), r_foot=dict(frame="r_sole"))))
+    model = RobotModel.from_urdf(xml, floating_base=True)
+    structured = Estimator(model, cfg, solver="structured")
+    generic = Estimator(model, cfg, solver="generic")
+    inputs, _ = GroundTruth(xml, structured).sample(np.random.default_rng(0))
+    q, dq, ddq, imu, ft = inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], np.asarray(inputs["ft"])
+    assert isinstance(ft, np.ndarray) and ft.shape == (len(ICUB_FT), 6)
+
+    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
+    pd = pm.createData()
+    pq, pv, pa = pin.neutral(pm), np.zeros(pm.nv), np.zeros(pm.nv)
+
+    print(f"machine: {machine()}")
+    print(f"robot: iCub, {model.NB} bodies, {model.n_joints} joints, floating base; {generic.plan.summary()}")
+    print(structured._structured.summary())
+    t_pin = median_us(lambda: pin.rnea(pm, pd, pq, pv, pa), args.calls)
+    t_str = median_us(lambda: structured.estimate(q, dq, ddq, imu=imu, ft=ft), args.calls)
+    t_gen = median_us(lambda: generic.estimate(q, dq, ddq, imu=imu, ft=ft), max(500, args.calls // 5))
+    diff = np.max(np.abs(structured.estimate(q, dq, ddq, imu=imu, ft=ft).tau
+                         - generic.estimate(q, dq, ddq, imu=imu, ft=ft).tau))
+    print(f"{'':28s} {'median µs':>10s} {'/ rnea':>8s}")
+    print(f"{'pinocchio.rnea':28s} {t_pin:10.2f} {1.0:8.2f}")
+    print(f"{'estimate() structured':28s} {t_str:10.2f} {t_str / t_pin:8.2f}")
+    print(f"{'estimate() generic (KKT LU)':28s} {t_gen:10.2f} {t_gen / t_pin:8.2f}")
+    print(f"structured vs generic: {t_gen / t_str:.1f}× faster; max |Δτ| = {diff:.2g} N·m")
+
+    tracemalloc.start()
+    for _ in range(100):                   # tracemalloc's own first-call bookkeeping
+        structured.estimate(q, dq, ddq, imu=imu, ft=ft)
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(args.memory_calls):
+        structured.estimate(q, dq, ddq, imu=imu, ft=ft)
+    after, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"memory: {args.memory_calls} structured estimates under tracemalloc: {after - before:+d} bytes retained "
+          f"(traced {before} → {after} bytes, peak {peak} bytes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,283 @@
+"""Demo: the estimator node on a simulated humanoid, compared with the ground truth.
+
+    python -m rbd_estimator.demo [--duration 5] [--rate 1000] [--noise 1] [--plot rbd_estimator_demo.png]
+    bash scripts/quickstart.sh demo
+
+1. **Simulate** (before anything is published): the shipped humanoid (``urdf/humanoid.urdf``,
+   ``config/humanoid.yaml``) floats with its feet pushed by prescribed wrenches that roughly carry
+   its weight, while PD controllers track joint sinusoids. The motion is integrated at ``--rate``
+   with the package's own articulated-body algorithm (:func:`rbd_estimator.dynamics.aba`, floating
+   base, semi-implicit Euler). The sensor readings of every step — joint states, IMU, the six
+   force-torque sensors — come from :func:`rbd_estimator.estimation.synthetic.measure`, with
+   Gaussian noise scaled by ``--noise`` (0: exact readings). The truth is the applied torques and
+   foot wrenches.
+2. **Run**: starts the node (``python -m rbd_estimator.node`` in a subprocess, its own namespace),
+   configures and activates it through its ``change_state`` service as a user would, publishes
+   the readings at ``--rate`` and records ``~/joint_torques`` and ``~/contact_wrenches/*``.
+3. **Report**: RMS errors per joint and per contact against the truth of each estimate's stamp,
+   and a plot of estimated versus true torques and wrenches (``--plot``; matplotlib, Agg).
+
+The errors without noise come from the node's acceleration filter (finite differences of the
+published velocities, low-pass at ``acceleration_cutoff_hz``), the only approximation in the chain.
+This module imports no ROS package itself: the ROS side is :mod:`rbd_estimator.ros.demo_runner`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dynamics import aba, crba
+from .dynamics.kinematics import joint_transform
+from .estimation import Estimator, SensorConfig
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: Standard deviations of the sensor noise at ``--noise 1``.
+NOISE = {"q": 1e-4, "dq": 1e-3, "gyro": 2e-3, "acc": 0.02, "force": 0.3, "torque": 0.02}
+
+
+def share_file(kind: str, name: str) -> str:
+    """A file shipped with the package: the source tree, or ``share/rbd_estimator`` when installed."""
+    candidates = [os.path.join(os.path.dirname(HERE), kind, name)]
+    candidates.append(os.path.join(sys.prefix, "share", "rbd_estimator", kind, name))
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.append(os.path.join(get_package_share_directory("rbd_estimator"), kind, name))
+    except Exception:  # noqa: BLE001 - ament_index is optional
+        pass
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f"cannot find {kind}/{name} (looked in {', '.join(candidates)})")
+
+
+# ============================================================================ simulation
+@dataclass
+class Recording:
+    """What the simulated robot publishes, step by step, and the truth."""
+    dt: float
+    joint_names: tuple
+    contact_names: tuple
+    contact_frames: tuple
+    ft_names: tuple
+    q: np.ndarray = None              # (steps, n) joint positions (published, with noise)
+    dq: np.ndarray = None             # (steps, n) joint velocities (published)
+    imu: list = field(default_factory=list)      # (orientation xyzw, gyro, accelerometer) per step
+    ft: np.ndarray = None             # (steps, n_ft, 6)
+    tau: np.ndarray = None            # (steps, n) true joint torques
+    wrenches: np.ndarray = None       # (steps, n_contacts, 6) true contact wrenches, contact frames
+
+
+def _quat_mul(a, b):
+    """Hamilton product of ``[x, y, z, w]`` quaternions."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def _frame_rotation(model, q, frame_name):
+    """``E`` (world → frame coordinates) of a frame at configuration ``q``."""
+    frame = model.frame(frame_name)
+    chain, b = [], frame.body
+    while b >= 0:
+        chain.append(b)
+        b = model.parents[b]
+    E = np.eye(3)
+    for i in reversed(chain):
+        E = joint_transform(model, i, q)[:3, :3] @ E
+    return frame.E @ E
+
+
+def nominal_pose(names) -> np.ndarray:
+    """A slightly crouched stance with bent elbows."""
+    pose = {"hip_pitch": -0.35, "knee": 0.7, "ankle_pitch": -0.35, "elbow": -0.6, "shoulder_roll": 0.15}
+    q = np.zeros(len(names))
+    for k, n in enumerate(names):
+        for key, val in pose.items():
+            if n.endswith(key):
+                q[k] = -val if (key == "shoulder_roll" and n.startswith("r_")) else val
+    return q
+
+
+def simulate(xml: str, config, duration: float, rate: float, noise: float, seed: int = 0, log=print) -> Recording:
+    """Integrate the humanoid (PD-tracked joint sinusoids, prescribed foot wrenches) and record readings."""
+    from .estimation.synthetic import measure
+
+    est = Estimator.from_urdf(xml, config)
+    m = est.model
+    rng = np.random.default_rng(seed)
+    n, dt = m.n_joints, 1.0 / rate
+    steps = int(round(duration * rate)) + 1
+    jv = m.joint_v_index                        # joint k → index in v (and q − 1 for a floating base)
+    jq = jv + 1
+    q = m.neutral_configuration()
+    q[jq] = q_nom = nominal_pose(m.joint_names)
+    q[2] = 0.95
+    v = np.zeros(m.nv)
+    # PD gains from the joint-space inertia: a critically damped 4 Hz joint servo for every joint
+    H = crba(m, q)
+    h = np.diag(H)[jv]
+    wn = 2 * np.pi * 4.0
+    Kp, Kd = wn ** 2 * h, 2.0 * wn * h
+    amp = rng.uniform(0.05, 0.25, n)
+    freq = rng.uniform(0.3, 1.0, n)
+    phase = rng.uniform(0, 2 * np.pi, n)
+    weight = sum(float(I[5, 5]) for I in m.inertias) * 9.81
+    soles = est.contact_frames
+    rec = Recording(dt=dt, joint_names=est.joint_names, contact_names=est.contact_names,
+                    contact_frames=soles, ft_names=est.ft_names)
+    rec.q, rec.dq, rec.tau = np.zeros((steps, n)), np.zeros((steps, n)), np.zeros((steps, n))
+    rec.ft = np.zeros((steps, len(est.ft_names), 6))
+    rec.wrenches = np.zeros((steps, len(soles), 6))
+    t_start, last = time.monotonic(), time.monotonic()
+    tau_full = np.zeros(m.nv)
+    for k in range(steps):
+        t = k * dt
+        s = np.sin(2 * np.pi * freq * t + phase)
+        c = np.cos(2 * np.pi * freq * t + phase)
+        q_ref, dq_ref = q_nom + amp * s, amp * 2 * np.pi * freq * c
+        tau = Kp * (q_ref - q[jq]) + Kd * (dq_ref - v[jv])
+        # each sole pushed up (world z) with half the weight, expressed in the sole frame
+        W = np.zeros((len(soles), 6))
+        for i, f in enumerate(soles):
+            W[i, :3] = _frame_rotation(m, q, f) @ np.array([0.0, 0.0, weight / len(soles)])
+        tau_full[jv] = tau
+        a = aba(m, q, v, tau_full, {f: W[i] for i, f in enumerate(soles)})
+        r = measure(est, q, v, a, W)
+        rec.q[k] = q[jq] + noise * NOISE["q"] * rng.normal(size=n)
+        rec.dq[k] = v[jv] + noise * NOISE["dq"] * rng.normal(size=n)
+        imu = r.imu
+        rec.imu.append((np.array(imu.orientation),
+                        np.array(imu.angular_velocity) + noise * NOISE["gyro"] * rng.normal(size=3),
+                        np.array(imu.linear_acceleration) + noise * NOISE["acc"] * rng.normal(size=3)))
+        ft = np.array(r.ft, dtype=float).reshape(-1, 6)
+        ft[:, :3] += noise * NOISE["force"] * rng.normal(size=(len(ft), 3))
+        ft[:, 3:] += noise * NOISE["torque"] * rng.normal(size=(len(ft), 3))
+        rec.ft[k] = ft
+        rec.tau[k] = tau
+        rec.wrenches[k] = W
+        # semi-implicit Euler; the base integrates its body velocity on SE(3) to first order
+        v += a * dt
+        q[jq] += v[jv] * dt
+        x, y, z, w = q[3:7]
+        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        q[0:3] += R @ v[0:3] * dt
+        om = v[3:6] * dt
+        angle = np.linalg.norm(om)
+        dqt = np.concatenate([np.sin(angle / 2) * om / angle, [np.cos(angle / 2)]]) if angle > 1e-12 \
+            else np.array([om[0] / 2, om[1] / 2, om[2] / 2, 1.0])
+        qq = _quat_mul(q[3:7], dqt)
+        q[3:7] = qq / np.linalg.norm(qq)
+        if time.monotonic() - last > 5.0:
+            last = time.monotonic()
+            log(f"  simulated {k + 1}/{steps} steps ({time.monotonic() - t_start:.0f} s)")
+    return rec
+
+
+# ============================================================================ report
+def rms_errors(rec: Recording, received: dict, stamps: np.ndarray):
+    """Per-joint and per-contact RMS errors over the estimates received. ``received`` maps a stamp
+    (ns) to ``(tau, wrenches)``; ``stamps[k]`` is the stamp of step ``k``."""
+    index = {int(s): k for k, s in enumerate(stamps)}
+    ks = sorted(index[s] for s in received if s in index)
+    if not ks:
+        return None
+    tau_est = np.array([received[int(stamps[k])][0] for k in ks])
+    w_est = np.array([received[int(stamps[k])][1] for k in ks])
+    tau_err = np.sqrt(np.mean((tau_est - rec.tau[ks]) ** 2, axis=0))
+    w_err = np.sqrt(np.mean((w_est - rec.wrenches[ks]) ** 2, axis=0))
+    return dict(steps=np.array(ks), tau_est=tau_est, w_est=w_est, tau_rms=tau_err, wrench_rms=w_err)
+
+
+def print_report(rec: Recording, res, published: int, stats: dict, out=print) -> None:
+    out("")
+    out(f"estimates received: {len(res['steps'])} for {published} joint states published "
+        f"({100.0 * len(res['steps']) / max(1, published):.0f} %)")
+    if stats:
+        out(f"input-to-output latency: median {stats['median'] * 1e3:.2f} ms, p99 {stats['p99'] * 1e3:.2f} ms, "
+            f"max {stats['max'] * 1e3:.2f} ms")
+    out("")
+    out(f"{'joint':<22}{'RMS error (N·m)':>16}{'RMS torque (N·m)':>18}")
+    true_rms = np.sqrt(np.mean(rec.tau[res['steps']] ** 2, axis=0))
+    for name, e, r in zip(rec.joint_names, res["tau_rms"], true_rms):
+        out(f"{name:<22}{e:>16.4f}{r:>18.3f}")
+    out("")
+    out(f"{'contact':<10}" + "".join(f"{c:>10}" for c in ("fx (N)", "fy", "fz", "tx (N·m)", "ty", "tz")))
+    for name, e in zip(rec.contact_names, res["wrench_rms"]):
+        out(f"{name:<10}" + "".join(f"{x:>10.4f}" for x in e))
+
+
+def plot(rec: Recording, res, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t_all = np.arange(len(rec.tau)) * rec.dt
+    t = res["steps"] * rec.dt
+    joints = [j for j in ("l_hip_pitch", "l_knee", "r_ankle_pitch", "l_shoulder_pitch") if j in rec.joint_names]
+    joints = joints or list(rec.joint_names[:4])
+    fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True)
+    for ax, j in zip(axes[:2].flat, joints):
+        k = rec.joint_names.index(j)
+        ax.plot(t_all, rec.tau[:, k], "k-", lw=1.5, label="true")
+        ax.plot(t, res["tau_est"][:, k], "r.", ms=1.5, label="estimate")
+        ax.set_title(f"{j} torque (N·m)")
+        ax.legend(loc="upper right", fontsize=8)
+    for c, name in enumerate(rec.contact_names[:2]):
+        ax = axes[2, c]
+        for comp, style in ((2, "fz"), (0, "fx"), (1, "fy")):
+            ax.plot(t_all, rec.wrenches[:, c, comp], "k-", lw=1.0)
+            ax.plot(t, res["w_est"][:, c, comp], ".", ms=1.5, label=f"{style} estimate")
+        ax.set_title(f"{name} contact force (N, sole frame; black: true)")
+        ax.legend(loc="upper right", fontsize=8)
+        ax.set_xlabel("time (s)")
+    fig.suptitle("rbd_estimator demo: estimated versus true joint torques and contact wrenches")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ============================================================================ main
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rbd_estimator.demo", description=__doc__.splitlines()[0])
+    ap.add_argument("--duration", type=float, default=5.0, help="seconds of simulated motion (default 5)")
+    ap.add_argument("--rate", type=float, default=1000.0, help="publishing rate in Hz (default 1000)")
+    ap.add_argument("--noise", type=float, default=1.0,
+                    help="sensor noise scale (0: exact readings; 1: the standard deviations in NOISE)")
+    ap.add_argument("--plot", default="rbd_estimator_demo.png", help="output image (default %(default)s)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    t0 = time.monotonic()
+    xml = open(share_file("urdf", "humanoid.urdf"), encoding="utf-8").read()
+    params_file = share_file("config", "humanoid.yaml")
+    config = SensorConfig.from_yaml(params_file)
+    print(f"simulating {args.duration:g} s of the humanoid at {args.rate:g} Hz (aba, PD joint sinusoids, "
+          f"noise x{args.noise:g}) ...", flush=True)
+    rec = simulate(xml, config, args.duration, args.rate, args.noise, args.seed,
+                   log=lambda s: print(s, flush=True))
+    print(f"  done in {time.monotonic() - t0:.1f} s", flush=True)
+
+    from .ros.demo_runner import run_node_and_publish   # the ROS side (rclpy, messages)
+    received, stamps, published, stats = run_node_and_publish(xml, params_file, rec, args.rate)
+    res = rms_errors(rec, received, stamps)
+    if res is None:
+        print("no estimate was received: see the node's log above", file=sys.stderr)
+        return 1
+    print_report(rec, res, published, stats)
+    if args.plot:
+        plot(rec, res, args.plot)
+        print(f"\nplot saved to {os.path.abspath(args.plot)}")
+    print(f"demo finished in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

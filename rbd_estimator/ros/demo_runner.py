@@ -1,0 +1,238 @@
+"""The ROS side of :mod:`rbd_estimator.demo` (and of ``benchmarks/bench_node.py``).
+
+Starts the estimator node in a subprocess (``python -m rbd_estimator.node``) under a private
+namespace, drives its lifecycle through ``change_state`` from a client node, publishes recorded
+sensor readings at a fixed rate from this process and records the node's outputs with their
+receipt times.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import rclpy
+import yaml
+from geometry_msgs.msg import WrenchStamped
+from lifecycle_msgs.srv import ChangeState, GetState
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, QoSReliabilityPolicy
+from sensor_msgs.msg import Imu, JointState
+
+from .convert import time_msg
+
+
+class NodeProcess:
+    """``python -m rbd_estimator.node`` with a parameter file, in its own namespace."""
+
+    def __init__(self, xml: str, params_file: str, namespace: str, overrides: dict | None = None,
+                 log_path: str | None = None):
+        with open(params_file, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+        params = dict(doc["rbd_estimator"]["ros__parameters"])
+        params["robot_description"] = xml
+        # topics relative to the namespace, so several demos never meet
+        params["joint_states_topic"] = "joint_states"
+        if "imu" in params:
+            params["imu"]["topic"] = "imu"
+        for name in params.get("ft_sensors", []):
+            params.setdefault("ft", {}).setdefault(name, {})["topic"] = f"ft/{name}"
+        params.update(overrides or {})
+        self.params = params
+        fd, self.params_path = tempfile.mkstemp(prefix="rbd_estimator_", suffix=".yaml")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            # the section key is the node's fully qualified name (a bare name matches only in '/')
+            yaml.safe_dump({f"{namespace}/rbd_estimator": {"ros__parameters": params}}, fh)
+        self.log_path = log_path or self.params_path.replace(".yaml", ".log")
+        self._log = open(self.log_path, "w", encoding="utf-8")
+        cmd = [sys.executable, "-m", "rbd_estimator.node", "--ros-args", "-r", f"__ns:={namespace}",
+               "--params-file", self.params_path]
+        env = dict(os.environ)
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = here + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(2)              # SIGINT: the node shuts down cleanly
+            try:
+                self.proc.wait(10.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5.0)
+        self._log.close()
+        os.unlink(self.params_path)
+
+    def log_tail(self, n: int = 20) -> str:
+        with open(self.log_path, encoding="utf-8", errors="replace") as fh:
+            return "".join(fh.readlines()[-n:])
+
+
+class Client:
+    """A client node: lifecycle service calls, sensor publishers and output recorders."""
+
+    def __init__(self, namespace: str, joint_names, ft_names, contact_names, node_name="rbd_estimator"):
+        self.node = Node("rbd_demo_client", namespace=namespace)
+        self.fqn = f"{namespace}/{node_name}"
+        qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
+        self.js = self.node.create_publisher(JointState, "joint_states", qos)
+        self.imu = self.node.create_publisher(Imu, "imu", qos)
+        self.ft = [self.node.create_publisher(WrenchStamped, f"ft/{n}", qos) for n in ft_names]
+        self.contact_names = tuple(contact_names)
+        self.joint_names = list(joint_names)
+        self.torques, self.wrenches, self.arrival = {}, {c: {} for c in contact_names}, {}
+        self.node.create_subscription(JointState, f"{self.fqn}/joint_torques", self._on_tau, qos)
+        for c in contact_names:
+            self.node.create_subscription(WrenchStamped, f"{self.fqn}/contact_wrenches/{c}",
+                                          lambda m, c=c: self._on_wrench(c, m), qos)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def _on_tau(self, msg):
+        s = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        self.arrival[s] = time.time_ns()
+        self.torques[s] = np.array(msg.effort)
+
+    def _on_wrench(self, c, msg):
+        s = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        f, t = msg.wrench.force, msg.wrench.torque
+        self.wrenches[c][s] = np.array([f.x, f.y, f.z, t.x, t.y, t.z])
+
+    def call(self, srv, name, req, timeout=120.0):
+        cli = self.node.create_client(srv, name)
+        try:
+            if not cli.wait_for_service(timeout_sec=30.0):
+                raise RuntimeError(f"service {name} did not appear")
+            fut = cli.call_async(req)
+            end = time.monotonic() + timeout
+            while not fut.done():
+                if time.monotonic() > end:
+                    raise RuntimeError(f"no answer from {name} within {timeout} s")
+                time.sleep(0.01)
+            return fut.result()
+        finally:
+            self.node.destroy_client(cli)
+
+    def transition(self, label: str) -> bool:
+        req = ChangeState.Request()
+        req.transition.label = label
+        return self.call(ChangeState, f"{self.fqn}/change_state", req).success
+
+    def state(self) -> str:
+        return self.call(GetState, f"{self.fqn}/get_state", GetState.Request()).current_state.label
+
+    def wait_matched(self, timeout=10.0) -> bool:
+        end = time.monotonic() + timeout
+        pubs = [self.js, self.imu, *self.ft]
+        while time.monotonic() < end:
+            if all(p.get_subscription_count() > 0 for p in pubs):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def publish_loop(client: Client, rec, rate: float, wire_order=None, progress=None):
+    """Publish every step of ``rec`` at ``rate`` (IMU and force-torque first, then the joint state,
+    which ticks the node). Returns ``(stamps_ns, send_times_ns, late_steps)``."""
+    steps = len(rec.q)
+    period = 1.0 / rate
+    n = len(rec.joint_names)
+    order = list(range(n)) if wire_order is None else list(wire_order)
+    js = JointState()
+    js.name = [rec.joint_names[i] for i in order]
+    imu, fts = Imu(), [WrenchStamped() for _ in rec.ft_names]
+    for m, name in zip(fts, rec.ft_names):
+        m.header.frame_id = name
+    stamps = np.zeros(steps, dtype=np.int64)
+    sent = np.zeros(steps, dtype=np.int64)
+    late = 0
+    t0 = time.perf_counter()
+    stamp0 = time.time_ns()
+    for k in range(steps):
+        target = t0 + k * period
+        while True:                       # sleep most of the wait, spin the last ~0.2 ms
+            now = time.perf_counter()
+            if now >= target:
+                break
+            if target - now > 0.0004:
+                time.sleep(target - now - 0.0002)
+        if now - target > period:
+            late += 1
+        stamp = time_msg(stamp0 + int(k * period * 1e9))
+        stamps[k] = stamp0 + int(k * period * 1e9)
+        o, w, a = rec.imu[k]
+        imu.header.stamp = stamp
+        imu.orientation.x, imu.orientation.y, imu.orientation.z, imu.orientation.w = (float(x) for x in o)
+        imu.angular_velocity.x, imu.angular_velocity.y, imu.angular_velocity.z = (float(x) for x in w)
+        imu.linear_acceleration.x, imu.linear_acceleration.y, imu.linear_acceleration.z = (float(x) for x in a)
+        client.imu.publish(imu)
+        for pub, m, wr in zip(client.ft, fts, rec.ft[k]):
+            m.header.stamp = stamp
+            f, t = m.wrench.force, m.wrench.torque
+            f.x, f.y, f.z, t.x, t.y, t.z = (float(x) for x in wr)
+            pub.publish(m)
+        js.header.stamp = stamp
+        js.position = [float(rec.q[k, i]) for i in order]
+        js.velocity = [float(rec.dq[k, i]) for i in order]
+        sent[k] = time.time_ns()
+        client.js.publish(js)
+        if progress is not None and k % int(rate) == 0:
+            progress(k)
+    return stamps, sent, late
+
+
+def run_node_and_publish(xml: str, params_file: str, rec, rate: float, overrides=None, out=print):
+    """The demo's ROS part: returns ``(received, stamps, published, latency_stats)`` where
+    ``received`` maps a stamp to ``(tau, wrenches)`` in the recording's joint and contact order."""
+    rclpy.init()
+    ns = f"/rbd_demo_{os.getpid()}"
+    proc = NodeProcess(xml, params_file, ns, overrides)
+    client = None
+    try:
+        client = Client(ns, rec.joint_names, rec.ft_names, rec.contact_names)
+        out(f"starting the node ({ns}/rbd_estimator; log: {proc.log_path}) and configuring it ...")
+        t0 = time.monotonic()
+        if not client.transition("configure"):
+            raise RuntimeError("configure failed:\n" + proc.log_tail())
+        out(f"  configured in {time.monotonic() - t0:.1f} s; activating")
+        if not client.transition("activate"):
+            raise RuntimeError("activate failed:\n" + proc.log_tail())
+        if not client.wait_matched():
+            raise RuntimeError("the node's subscriptions did not appear:\n" + proc.log_tail())
+        time.sleep(0.3)
+        out(f"publishing {len(rec.q)} steps at {rate:g} Hz (joint states, IMU, {len(rec.ft_names)} "
+            f"force-torque sensors) ...")
+        wire = list(reversed(range(len(rec.joint_names))))     # not the model's order: mapped by name
+        stamps, sent, late = publish_loop(client, rec, rate, wire_order=wire)
+        time.sleep(0.5)
+        for label in ("deactivate", "cleanup", "shutdown"):
+            client.transition(label)
+        out(f"  lifecycle: deactivate, cleanup, shutdown -> {client.state()}")
+        received = {}
+        for s, tau in list(client.torques.items()):
+            ws = [client.wrenches[c].get(s) for c in rec.contact_names]
+            if all(w is not None for w in ws):
+                received[s] = (tau, np.array(ws))
+        sent_at = dict(zip(stamps.tolist(), sent.tolist()))
+        lat = np.array([(client.arrival[s] - sent_at[s]) * 1e-9 for s in received if s in sent_at])
+        stats = ({"median": float(np.median(lat)), "p99": float(np.percentile(lat, 99)), "max": float(lat.max())}
+                 if len(lat) else {})
+        if late:
+            out(f"  (the publisher was late by more than one period on {late} steps)")
+        return received, stamps, len(stamps), stats
+    finally:
+        if client is not None:
+            client.close()
+        proc.stop()
+        rclpy.try_shutdown()

@@ -1,0 +1,810 @@
+"""The rbd_estimator lifecycle node with the real rclpy, real publishers and subscribers, no mocks.
+
+Every test runs its own estimator node under a unique namespace, in a private rclpy context on a
+ROS domain derived from the process id, spun by a multi-threaded executor in a background thread
+(as the node's ``main`` does). A client node drives the lifecycle through the node's services and
+publishes sensor data computed from a known ground truth (``rbd_estimator.estimation.synthetic``):
+joints moving with constant accelerations, so the node's finite-difference accelerations are
+exact; a floating base turning with a constant angular acceleration; contact wrenches that make
+the floating-base equations hold. Sensors are published in lockstep — each sensor sample is
+accepted by the node before the joint state that triggers the tick — so every estimate can be
+compared with the truth of its stamp.
+
+Robots: the shipped humanoid (``urdf/humanoid.urdf`` + ``config/humanoid.yaml``, six force-torque
+sensors; and ``config/loadcell_humanoid.yaml``, load cells and slippery feet) and, where many
+configurations are needed (200 lifecycle cycles, configure failures), the small fixed-base arm
+(``urdf/arm.urdf`` + ``config/fixed_arm.yaml``), whose plan takes milliseconds.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from rcl_interfaces.srv import SetParametersAtomically  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import Imu, JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+
+from rbd_estimator import Estimator, SensorConfig  # noqa: E402
+from rbd_estimator.dynamics import rnea  # noqa: E402
+from rbd_estimator.estimation.synthetic import measure  # noqa: E402
+from rbd_estimator.node import EstimatorNode  # noqa: E402
+from rbd_estimator.ros.diagnostics import values_of  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOMAIN_ID = 1 + os.getpid() % 100          # one ROS domain per test session: no cross-talk
+HUMANOID = os.path.join(ROOT, "urdf", "humanoid.urdf")
+ARM = os.path.join(ROOT, "urdf", "arm.urdf")
+HUMANOID_YAML = os.path.join(ROOT, "config", "humanoid.yaml")
+LOADCELL_YAML = os.path.join(ROOT, "config", "loadcell_humanoid.yaml")
+ARM_YAML = os.path.join(ROOT, "config", "fixed_arm.yaml")
+TOL = 1e-6
+_ns_counter = itertools.count()
+
+
+def read(path):
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def unique_ns(tag):
+    return f"/t{os.getpid()}_{next(_ns_counter)}_{tag}"
+
+
+def params_from_yaml(path, xml, timeout=0.5, **overrides):
+    """Flat parameters of a shipped YAML with the topics made relative (they follow the test's
+    namespace), fast diagnostics, sensor timeouts of ``timeout`` (the test process also runs the
+    publishers and the planner: 50 ms would measure the test's scheduling) and the overrides."""
+    cfg = SensorConfig.from_yaml(path)
+    flat = cfg.to_parameters()
+    flat.update({k: v for k, v in cfg.node.items()})
+    for k in list(flat):
+        if k.endswith(".topic"):
+            flat[k] = ""                                    # default relative topics
+        if k.endswith(".timeout"):
+            flat[k] = timeout
+    flat.update(robot_description=xml, joint_states_topic="joint_states", diagnostics_period=0.2,
+                joint_torque_timeout=timeout,
+                robot_description_topic="robot_description")
+    if cfg.imu is not None:
+        flat["imu.topic"] = "imu"
+    flat.update(overrides)
+    return flat
+
+
+def to_parameters(flat):
+    out = []
+    for k, v in flat.items():
+        if isinstance(v, (list, tuple)) and len(v) == 0:
+            continue                                         # ROS cannot type an empty array
+        if isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) for x in v):
+            v = [float(x) for x in v]
+        out.append(Parameter(k, value=v))
+    return out
+
+
+def time_msg(ns):
+    from builtin_interfaces.msg import Time
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def stamp_of(msg):
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+def wait_until(pred, timeout=10.0, period=0.002):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(period)
+    return bool(pred())
+
+
+def rss_kb():
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+# ============================================================================ ground truth
+class Trajectory:
+    """Noise-free, time-consistent sensor readings for an estimator's configuration.
+
+    Joints: ``q(t) = q0 + v0 t + a t²/2`` (constant acceleration: the node's finite difference is
+    exact). Floating base: orientation turning about a fixed axis, body angular velocity
+    ``ω0 + α t`` (so the derivative of the gyro is exactly α), an arbitrary linear velocity (the
+    estimate must not depend on it), and the base linear acceleration and contact wrenches solved
+    (minimum-norm change from a nominal stance) so that the floating-base equations hold.
+    """
+
+    def __init__(self, est, seed=0, dt_ns=1_000_000, t0_ns=1_700_000_000_000_000_000):
+        self.est, self.m, self.cfg = est, est.model, est.config
+        rng = np.random.default_rng(seed)
+        nj = self.m.n_joints
+        self.q0, self.v0, self.a = rng.uniform(-0.4, 0.4, nj), rng.normal(0, 0.5, nj), rng.normal(0, 2.0, nj)
+        self.w0, self.alpha = rng.normal(0, 0.3, 3), rng.normal(0, 1.0, 3)
+        self.dt_ns, self.t0_ns = dt_ns, t0_ns
+        mass = sum(float(I[5, 5]) for I in self.m.inertias)
+        self.W0 = []
+        for c in self.cfg.contacts:
+            w = np.zeros(6)
+            w[2] = mass * 9.81 / max(1, len(self.cfg.contacts))
+            if not self.m.floating_base:
+                w = rng.normal(0, 5.0, 6)
+            self.W0.append(w)
+        free = {"full_wrench": [0, 1, 2, 3, 4, 5], "point_force": [0, 1, 2], "slippery": [2, 3, 4, 5]}
+        self.free = [(k, i) for k, c in enumerate(self.cfg.contacts) for i in free[c.type]]
+        self._cache = {}
+
+    def stamp(self, k):
+        return self.t0_ns + k * self.dt_ns
+
+    def _base_wrench(self, q, v, a, W):
+        f_ext = {c.frame: w for c, w in zip(self.cfg.contacts, W)}
+        return rnea(self.m, q, v, a, f_ext)[:6]
+
+    def frame(self, k):
+        if k in self._cache:
+            return self._cache[k]
+        t = k * self.dt_ns * 1e-9
+        qj = self.q0 + self.v0 * t + 0.5 * self.a * t * t
+        vj = self.v0 + self.a * t
+        W = [w.copy() for w in self.W0]
+        if self.m.floating_base:
+            ang = 0.3 + 0.5 * t
+            axis = np.array([0.2, -0.3, 1.0]) / np.linalg.norm([0.2, -0.3, 1.0])
+            quat = np.concatenate([np.sin(ang / 2) * axis, [np.cos(ang / 2)]])
+            q = np.concatenate([[0.1, -0.2, 0.9], quat, qj])
+            v = np.concatenate([[0.3, -0.1, 0.05], self.w0 + self.alpha * t, vj])
+            a = np.concatenate([np.zeros(3), self.alpha, self.a])
+            # unknowns x = [a_lin (3), free wrench components]: base wrench affine in x, solve min-norm
+            n = 3 + len(self.free)
+
+            def apply(x):
+                aa = a.copy()
+                aa[:3] = x[:3]
+                WW = [w.copy() for w in self.W0]
+                for j, (c, i) in enumerate(self.free):
+                    WW[c][i] += x[3 + j]
+                return aa, WW
+
+            c0 = self._base_wrench(q, v, *apply(np.zeros(n)))
+            B = np.column_stack([self._base_wrench(q, v, *apply(np.eye(n)[j])) - c0 for j in range(n)])
+            x = np.linalg.lstsq(B, -c0, rcond=None)[0]
+            a, W = apply(x)
+            assert np.max(np.abs(self._base_wrench(q, v, a, W))) < 1e-8
+        else:
+            q, v, a = qj, vj, self.a.copy()
+        readings = measure(self.est, q, v, a, np.array(W))
+        out = dict(stamp=self.stamp(k), q=qj, dq=vj, readings=readings, tau=np.array(readings.tau),
+                   wrenches=np.array(W))
+        self._cache[k] = out
+        return out
+
+
+# ============================================================================ ROS harness
+class Ros:
+    """A private context, a multi-threaded executor spinning in a thread, and a client node."""
+
+    def __init__(self):
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=DOMAIN_ID)
+        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self.client = Node("test_client", namespace=f"/t{os.getpid()}", context=self.context)
+        self.executor.add_node(self.client)
+        self._clients = {}
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self.executor.shutdown()
+        self.client.destroy_node()
+        rclpy.shutdown(context=self.context)
+        self._thread.join(5.0)
+
+    # ------------------------------------------------------------------ nodes
+    def estimator(self, params: dict, ns: str, name="rbd_estimator") -> EstimatorNode:
+        node = EstimatorNode(name, namespace=ns, context=self.context, parameter_overrides=to_parameters(params))
+        self.executor.add_node(node)
+        return node
+
+    def destroy(self, node):
+        self.executor.remove_node(node)
+        node.destroy_node()
+
+    # ------------------------------------------------------------------ services
+    def _client(self, srv_type, name):
+        key = (srv_type, name)
+        if key not in self._clients:
+            cli = self.client.create_client(srv_type, name)
+            assert cli.wait_for_service(timeout_sec=10.0), name
+            self._clients[key] = cli
+        return self._clients[key]
+
+    def call(self, srv_type, name, request, timeout=60.0):
+        fut = self._client(srv_type, name).call_async(request)
+        assert wait_until(fut.done, timeout), f"no answer from {name}"
+        return fut.result()
+
+    def transition(self, node, label) -> bool:
+        req = ChangeState.Request()
+        req.transition.label = label
+        return self.call(ChangeState, node.get_fully_qualified_name() + "/change_state", req).success
+
+    def state(self, node) -> str:
+        return self.call(GetState, node.get_fully_qualified_name() + "/get_state", GetState.Request()).current_state.label
+
+    def set_parameters_async(self, node, flat: dict):
+        req = SetParametersAtomically.Request()
+        req.parameters = [p.to_parameter_msg() for p in to_parameters(flat)]
+        return self._client(SetParametersAtomically,
+                            node.get_fully_qualified_name() + "/set_parameters_atomically").call_async(req)
+
+    def set_parameters(self, node, flat: dict):
+        fut = self.set_parameters_async(node, flat)
+        assert wait_until(fut.done, 60.0)
+        return fut.result().result
+
+
+@pytest.fixture(scope="module")
+def ros():
+    r = Ros()
+    yield r
+    r.close()
+
+
+class Sim:
+    """Publishes a trajectory's sensor readings into a namespace and records the node's outputs."""
+
+    def __init__(self, ros: Ros, node: EstimatorNode, traj: Trajectory, ns: str):
+        self.ros, self.node, self.traj, self.ns = ros, node, traj, ns
+        c, cfg, est = ros.client, traj.cfg, traj.est
+        qos = QoSProfile(depth=50, reliability=QoSReliabilityPolicy.RELIABLE)
+        self.js = c.create_publisher(JointState, f"{ns}/joint_states", qos)
+        self.imu = c.create_publisher(Imu, f"{ns}/imu", qos) if cfg.imu is not None else None
+        self.ft = {n: c.create_publisher(WrenchStamped, f"{ns}/ft/{n}", qos) for n in est.ft_names}
+        self.cells = {lc.name: c.create_publisher(Float64MultiArray, f"{ns}/load_cells/{lc.name}", qos)
+                      for lc in cfg.load_cells}
+        self.torques, self.wrenches, self.diagnostics = {}, {}, []
+        self.all_values = []
+        self._subs = [c.create_subscription(JointState, f"{ns}/rbd_estimator/joint_torques", self._on_tau, qos),
+                      c.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, qos)]
+        for name in est.contact_names:
+            self.watch_contact(name)
+        self.wait_contacts = list(est.contact_names)
+        # the joint order on the wire is not the model's: reversed
+        self.wire_order = list(reversed(range(len(est.joint_names))))
+        self.wire_names = [est.joint_names[i] for i in self.wire_order]
+        self._pubs = [self.js, self.imu, *self.ft.values(), *self.cells.values()]
+        wait_until(lambda: all(p is None or p.get_subscription_count() > 0 for p in self._pubs), 5.0)
+
+    def watch_contact(self, name):
+        self.wrenches.setdefault(name, {})
+        qos = QoSProfile(depth=50, reliability=QoSReliabilityPolicy.RELIABLE)
+        self._subs.append(self.ros.client.create_subscription(
+            WrenchStamped, f"{self.ns}/rbd_estimator/contact_wrenches/{name}",
+            lambda m, n=name: self._on_wrench(n, m), qos))
+
+    def close(self):
+        for s in self._subs:
+            self.ros.client.destroy_subscription(s)
+        for p in self._pubs:
+            if p is not None:
+                self.ros.client.destroy_publisher(p)
+
+    # ------------------------------------------------------------------ outputs
+    def _on_tau(self, msg):
+        self.torques[stamp_of(msg)] = (list(msg.name), np.array(msg.effort))
+        self.all_values.append(np.array(msg.effort))
+
+    def _on_wrench(self, name, msg):
+        f, t = msg.wrench.force, msg.wrench.torque
+        w = np.array([f.x, f.y, f.z, t.x, t.y, t.z])
+        self.wrenches[name][stamp_of(msg)] = (msg.header.frame_id, w)
+        self.all_values.append(w)
+
+    def _on_diag(self, msg):
+        for st in msg.status:
+            if st.name.endswith(self.node.get_fully_qualified_name()):
+                self.diagnostics.append((st.level, st.message, values_of(st)))
+
+    def latest_diagnostics(self, pred=lambda lvl, msg, v: True, timeout=10.0):
+        start = len(self.diagnostics)
+        found = []
+
+        def ok():
+            for d in self.diagnostics[start:]:
+                if pred(*d):
+                    found.append(d)
+                    return True
+            return False
+        assert wait_until(ok, timeout), f"no matching diagnostics; last: {self.diagnostics[-1:]}"
+        return found[0]
+
+    # ------------------------------------------------------------------ inputs
+    def publish_sensors(self, k, skip=(), wait=True):
+        f = self.traj.frame(k)
+        r, stamp = f["readings"], time_msg(f["stamp"])
+        before = self.node.input_counts()
+        expect = []
+        if self.imu is not None and "imu" not in skip:
+            m = Imu()
+            m.header.stamp = stamp
+            m.header.frame_id = self.traj.cfg.imu.frame
+            o, w, a = r.imu.orientation, r.imu.angular_velocity, r.imu.linear_acceleration
+            m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = (float(x) for x in o)
+            m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z = (float(x) for x in w)
+            m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z = (float(x) for x in a)
+            self.imu.publish(m)
+            expect.append("imu")
+        for i, (name, pub) in enumerate(self.ft.items()):
+            if name in skip:
+                continue
+            self.ft_msg(name, r.ft[i], f["stamp"])
+            expect.append(name)
+        for i, (name, pub) in enumerate(self.cells.items()):
+            if name in skip:
+                continue
+            pub.publish(Float64MultiArray(data=[float(x) for x in r.load_cells[i]]))
+            expect.append(name)
+        if wait:
+            assert wait_until(lambda: all(self.node.input_counts().get(n, 0) > before.get(n, 0) for n in expect),
+                              10.0), (f"the node did not take the sensor samples of frame {k}: "
+                                      f"{before} -> {self.node.input_counts()}",
+                                      {n: dict(s.rejected) for n, s in self.node._inputs.slots.items()})
+
+    def ft_msg(self, name, w, stamp_ns):
+        m = WrenchStamped()
+        m.header.stamp = time_msg(stamp_ns)
+        m.header.frame_id = name
+        m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = (float(x) for x in w[:3])
+        m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z = (float(x) for x in w[3:])
+        self.ft[name].publish(m)
+
+    def joint_state(self, k, stamp_ns=None, q=None, dq=None, names=None):
+        f = self.traj.frame(k)
+        m = JointState()
+        m.header.stamp = time_msg(f["stamp"] if stamp_ns is None else stamp_ns)
+        m.name = self.wire_names if names is None else names
+        q = f["q"] if q is None else q
+        dq = f["dq"] if dq is None else dq
+        m.position = [float(q[i]) for i in self.wire_order] if len(q) == len(self.wire_order) else list(q)
+        m.velocity = [float(dq[i]) for i in self.wire_order] if len(dq) == len(self.wire_order) else list(dq)
+        m.effort = [float(x) for x in np.array(f["tau"])[self.wire_order]]
+        return m
+
+    def step(self, k, skip=(), expect_output=True, timeout=10.0):
+        """One lockstep frame: sensors (accepted), then the joint state; waits for the estimate."""
+        self.publish_sensors(k, skip=skip)
+        stamp = self.traj.stamp(k)
+        self.js.publish(self.joint_state(k))
+        if expect_output:
+            assert wait_until(lambda: stamp in self.torques and all(stamp in self.wrenches[c] for c in self.wait_contacts),
+                              timeout), f"no estimate for frame {k}"
+        return stamp
+
+    # ------------------------------------------------------------------ checks
+    def error(self, k) -> float:
+        """Largest difference between the estimate of frame ``k`` and the truth."""
+        f = self.traj.frame(k)
+        names, tau = self.torques[f["stamp"]]
+        est = self.traj.est
+        assert names == list(est.joint_names)
+        err = float(np.max(np.abs(tau - f["tau"])))
+        for c, w_true in zip(est.contact_names, f["wrenches"]):
+            frame, w = self.wrenches[c][f["stamp"]]
+            assert frame == est.config.contact(c).frame
+            err = max(err, float(np.max(np.abs(w - w_true))))
+        return err
+
+    def all_finite(self) -> bool:
+        return all(np.isfinite(v).all() for v in list(self.all_values))
+
+
+@pytest.fixture(scope="module")
+def humanoid():
+    xml = read(HUMANOID)
+    return xml, Estimator.from_urdf(xml, SensorConfig.from_yaml(HUMANOID_YAML))
+
+
+@pytest.fixture(scope="module")
+def arm():
+    xml = read(ARM)
+    return xml, Estimator.from_urdf(xml, SensorConfig.from_yaml(ARM_YAML))
+
+
+# ============================================================================ lifecycle
+def test_lifecycle_with_description_parameter(ros, arm):
+    xml, _ = arm
+    ns = unique_ns("life")
+    node = ros.estimator(params_from_yaml(ARM_YAML, xml), ns)
+    try:
+        assert ros.state(node) == "unconfigured"
+        assert ros.transition(node, "configure")
+        assert ros.state(node) == "inactive"
+        topics = {p.topic_name for p in node.publishers}
+        assert f"{ns}/rbd_estimator/joint_torques" in topics
+        assert f"{ns}/rbd_estimator/contact_wrenches/tool" in topics
+        assert not node.input_topics                      # inputs exist only while active
+        assert ros.transition(node, "activate")
+        assert ros.state(node) == "active"
+        assert {f"{ns}/joint_states", f"{ns}/ft/wrist_ft_sensor"} <= node.input_topics
+        assert ros.transition(node, "deactivate")
+        assert ros.state(node) == "inactive"
+        assert not node.input_topics
+        assert ros.transition(node, "cleanup")
+        assert ros.state(node) == "unconfigured"
+        assert node.estimator is None                               # the plan is released
+        topics = {p.topic_name for p in node.publishers}
+        assert f"{ns}/rbd_estimator/joint_torques" not in topics
+        assert ros.transition(node, "configure") and ros.transition(node, "activate")
+        assert ros.transition(node, "shutdown")                     # from active
+        assert ros.state(node) == "finalized"
+        assert not node.input_topics and node.estimator is None
+    finally:
+        ros.destroy(node)
+
+
+def test_description_from_transient_local_topic(ros, arm):
+    xml, _ = arm
+    ns = unique_ns("topic")
+    qos = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=QoSReliabilityPolicy.RELIABLE)
+    publisher_node = Node("fake_robot_state_publisher", namespace=ns, context=ros.context)
+    pub = publisher_node.create_publisher(String, f"{ns}/robot_description", qos)
+    pub.publish(String(data=xml))                       # published before the estimator exists: latched
+    node = ros.estimator(params_from_yaml(ARM_YAML, "", robot_description_timeout=10.0), ns)
+    try:
+        assert ros.transition(node, "configure"), node.last_error
+        assert node.estimator.model.name == "rbd_arm"
+        assert ros.transition(node, "cleanup")
+    finally:
+        ros.destroy(node)
+        publisher_node.destroy_node()
+    # nothing on the topic: configure fails within the timeout, with what to do
+    node = ros.estimator(params_from_yaml(ARM_YAML, "", robot_description_timeout=0.3), unique_ns("notopic"))
+    try:
+        t0 = time.monotonic()
+        assert not ros.transition(node, "configure")
+        assert time.monotonic() - t0 < 5.0
+        assert "robot_description" in node.last_error and "robot_state_publisher" in node.last_error
+        assert ros.state(node) == "unconfigured" and node.estimator is None
+    finally:
+        ros.destroy(node)
+
+
+def test_configure_failures_report_and_recover(ros, arm, capfd):
+    xml, _ = arm
+    node = ros.estimator(params_from_yaml(ARM_YAML, "<robot name='broken'><link name='a'>"), unique_ns("fail"))
+    try:
+        # 1. bad URDF
+        assert not ros.transition(node, "configure")
+        assert ros.state(node) == "unconfigured" and node.estimator is None
+        assert "robot_description" in node.last_error and "XML" in node.last_error
+        assert ros.set_parameters(node, {"robot_description": xml}).successful
+        assert ros.transition(node, "configure"), node.last_error
+        assert ros.transition(node, "cleanup")
+        # 2. unknown sensor frame
+        assert ros.set_parameters(node, {"contact.tool.frame": "no_such_link"}).successful
+        assert not ros.transition(node, "configure")
+        assert "no_such_link" in node.last_error
+        # 3. ill-posed sensor set: the tool wrench with no force-torque sensor
+        assert ros.set_parameters(node, {"contact.tool.frame": "tool0", "ft_sensors": ["none"]}).successful
+        assert not ros.transition(node, "configure")
+        ok = ros.set_parameters(node, {"ft_sensors": ["wrist_ft_sensor"], "contacts": ["tool", "elbow_contact"],
+                                       "contact.elbow_contact.frame": "forearm"})
+        assert ok.successful
+        assert not ros.transition(node, "configure")
+        assert "ill-posed" in node.last_error and "elbow_contact" in node.last_error
+        assert node.estimator is None and not {p.topic_name for p in node.publishers
+                                               if "joint_torques" in p.topic_name}
+        # ... and the node configures again once the parameters are fixed
+        assert ros.set_parameters(node, {"contacts": ["tool"]}).successful
+        assert ros.transition(node, "configure"), node.last_error
+        assert ros.transition(node, "activate")
+        assert ros.state(node) == "active"
+    finally:
+        ros.destroy(node)
+    err = capfd.readouterr().err
+    assert "configure failed:" in err and "ill-posed" in err      # the one log line per failure
+
+
+# ============================================================================ end to end
+def test_end_to_end_humanoid_matches_truth(ros, humanoid):
+    xml, est = humanoid
+    ns = unique_ns("e2e")
+    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=5, prepare_fallbacks=False), ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure"), node.last_error
+        assert ros.transition(node, "activate")
+        sim = Sim(ros, node, Trajectory(est, seed=1), ns)
+        n = 40
+        for k in range(n):
+            sim.step(k, expect_output=k > 0)          # the first joint state only starts the filter
+        assert 0 not in [k for k in range(n) if sim.traj.stamp(k) in sim.torques]
+        errors = [sim.error(k) for k in range(1, n)]
+        assert max(errors) <= TOL, f"largest error {max(errors):.3g}"
+        assert sim.all_finite()
+        lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v["oracle_checks"]) >= 5)
+        assert float(v["oracle_residual"]) < 1e-6 and float(v["oracle_base_residual"]) < 1e-6
+        assert msg == "OK" and lvl == b"\x00" and v["active_plan"] == "full"
+        assert float(v["tick_latency_median_ms"]) > 0 and float(v["tick_latency_p99_ms"]) >= \
+            float(v["tick_latency_median_ms"])
+        assert int(v["plan_nnz"]) > 0 and int(v["plan_fill_in"]) >= 0
+        assert int(v["joint_states/received"]) == n and v["l_foot_ft_sensor/fresh"] in ("true", "false")
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)
+
+
+def test_end_to_end_load_cells_and_slippery_feet(ros):
+    xml = read(HUMANOID)
+    est = Estimator.from_urdf(xml, SensorConfig.from_yaml(LOADCELL_YAML))
+    ns = unique_ns("cells")
+    node = ros.estimator(params_from_yaml(LOADCELL_YAML, xml, oracle_every_n=0, prepare_fallbacks=False), ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure"), node.last_error
+        assert ros.transition(node, "activate")
+        sim = Sim(ros, node, Trajectory(est, seed=2), ns)
+        for k in range(12):
+            sim.step(k, expect_output=k > 1)          # joints and gyro both need two samples
+        errors = [sim.error(k) for k in range(2, 12)]
+        assert max(errors) <= TOL, f"largest error {max(errors):.3g}"
+        # a load-cell message with the wrong number of cells is rejected, counted, and ticks go on
+        sim.cells["l_foot_cells"].publish(Float64MultiArray(data=[1.0, 2.0, 3.0]))
+        sim.step(12)
+        assert sim.error(12) <= TOL
+        lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v.get("l_foot_cells/rejected", 0)) >= 1)
+        assert int(v["l_foot_cells/rejected/wrong_length"]) == 1
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)
+
+
+# ============================================================================ reconfiguration
+def test_reconfiguration_while_active(ros, humanoid):
+    xml, est = humanoid
+    ns = unique_ns("reconf")
+    # Planning holds the GIL for seconds at a time (dense SVDs), and this process also runs the
+    # publishers: generous timeouts, so a pause of the publishers is not taken for a dropout.
+    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, timeout=10.0, oracle_every_n=0,
+                                          prepare_fallbacks=False), ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure") and ros.transition(node, "activate")
+        sim = Sim(ros, node, Trajectory(est, seed=3), ns)
+        sim.watch_contact("l_hand")
+        k = 0
+        for _ in range(5):
+            sim.step(k, expect_output=k > 0)
+            k += 1
+        # a valid change: a third contact on the left hand (observed by the wrist sensor). Planning
+        # runs in the set-parameters callback while ticks go on with the old plan.
+        fut = ros.set_parameters_async(node, {"contacts": ["l_foot", "r_foot", "l_hand"],
+                                              "contact.l_hand.frame": "l_hand",
+                                              "contact.l_hand.type": "full_wrench"})
+        first = k
+        while not fut.done() or k < first + 5:
+            sim.step(k)
+            k += 1
+            assert k < first + 5000
+        result = fut.result().result
+        assert result.successful, result.reason
+        # the new plan comes into use between two ticks: the hand wrench appears (zero in the truth)
+        for _ in range(500):
+            if sim.wrenches["l_hand"]:
+                break
+            sim.step(k)
+            k += 1
+        assert sim.wrenches["l_hand"], "the new plan never came into use"
+        for _ in range(3):
+            sim.step(k)
+            k += 1
+        # no skipped output: every joint state got an estimate, from the old plan or the new one
+        assert all(sim.traj.stamp(j) in sim.torques for j in range(1, k))
+        assert max(sim.error(j) for j in range(1, k)) <= TOL
+        for frame, w in sim.wrenches["l_hand"].values():
+            assert frame == "l_hand" and np.max(np.abs(w)) <= TOL
+        # an ill-posed set is refused with the reason; the old plan keeps publishing. (One unknown
+        # wrench on the pelvis-torso-head subtree is observed through the four limb sensors; two are not.)
+        result = ros.set_parameters(node, {"contacts": ["l_foot", "r_foot", "l_hand", "chest", "head"],
+                                           "contact.chest.frame": "torso", "contact.head.frame": "head"})
+        assert not result.successful and "ill-posed" in result.reason, result.reason
+        result = ros.set_parameters(node, {"contacts": ["l_foot", "r_foot", "nose"], "contact.nose.frame": "nose"})
+        assert not result.successful and "nose" in result.reason
+        result = ros.set_parameters(node, {"robot_description": xml + " "})
+        assert not result.successful and "cleanup" in result.reason
+        assert node.get_parameter("contacts").value == ["l_foot", "r_foot", "l_hand"]
+        for _ in range(3):
+            sim.step(k)
+            k += 1
+        assert sim.error(k - 1) <= TOL and sim.traj.stamp(k - 1) in sim.wrenches["l_hand"]
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)
+
+
+# ============================================================================ bad input, dropouts
+def test_bad_input_is_rejected_counted_and_ticks_go_on(ros, humanoid):
+    xml, est = humanoid
+    ns = unique_ns("bad")
+    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=0, prepare_fallbacks=False), ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure") and ros.transition(node, "activate")
+        sim = Sim(ros, node, Trajectory(est, seed=4), ns)
+        k = 0
+        for _ in range(3):
+            sim.step(k, expect_output=k > 0)
+            k += 1
+        nj = len(est.joint_names)
+        bad = []
+        q_nan = sim.traj.frame(k)["q"].copy()
+        q_nan[3] = float("nan")
+        bad.append(("non_finite", sim.joint_state(k, q=q_nan)))
+        dq_inf = sim.traj.frame(k)["dq"].copy()
+        dq_inf[0] = float("inf")
+        bad.append(("non_finite", sim.joint_state(k, dq=dq_inf)))
+        short = sim.joint_state(k)
+        short.velocity = list(short.velocity)[:-1]
+        bad.append(("wrong_length", short))
+        unknown = sim.joint_state(k)
+        unknown.name = list(unknown.name[:-1]) + ["no_such_joint"]
+        bad.append(("unknown_joint", unknown))
+        bad.append(("stamp_not_increasing", sim.joint_state(k, stamp_ns=sim.traj.stamp(k - 2))))
+        for reason, msg in bad:
+            before = node.input_counts()["joint_states"]
+            sim.js.publish(msg)
+            time.sleep(0.02)
+            assert node.input_counts()["joint_states"] == before     # rejected
+            sim.step(k)                                                # the node keeps ticking
+            assert sim.error(k) <= TOL
+            k += 1
+        # bad sensor samples: NaN IMU, infinite force, zero quaternion, stamp going back
+        f = sim.traj.frame(k)
+        imu = Imu()
+        imu.header.stamp = time_msg(f["stamp"])
+        imu.orientation.w = 1.0
+        imu.angular_velocity.x = float("nan")
+        sim.imu.publish(imu)
+        imu2 = Imu()
+        imu2.header.stamp = time_msg(f["stamp"])
+        imu2.orientation.w = 0.0
+        sim.imu.publish(imu2)                                          # quaternion (0, 0, 0, 0)
+        w = f["readings"].ft[0].copy()
+        w[2] = float("inf")
+        sim.ft_msg(est.ft_names[0], w, f["stamp"])
+        sim.ft_msg(est.ft_names[1], f["readings"].ft[1], sim.traj.stamp(0))   # older than accepted
+        time.sleep(0.05)
+        sim.step(k)
+        assert sim.error(k) <= TOL
+        lvl, msg, v = sim.latest_diagnostics(
+            lambda lvl, m, v: int(v.get("joint_states/rejected", 0)) >= 5 and int(v.get("imu/rejected", 0)) >= 2
+            and int(v.get(f"{est.ft_names[1]}/rejected", 0)) >= 1)
+        assert int(v["joint_states/rejected/non_finite"]) == 2
+        assert int(v["joint_states/rejected/wrong_length"]) == 1
+        assert int(v["joint_states/rejected/unknown_joint"]) == 1
+        assert int(v["joint_states/rejected/stamp_not_increasing"]) == 1
+        assert int(v["imu/rejected/non_finite"]) == 1 and int(v["imu/rejected/bad_orientation"]) == 1
+        assert int(v[f"{est.ft_names[0]}/rejected/non_finite"]) == 1
+        assert int(v[f"{est.ft_names[1]}/rejected/stamp_not_increasing"]) == 1
+        assert sim.all_finite()                                        # never a NaN on the outputs
+        assert int(v["nonfinite_outputs"]) == 0
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)
+
+
+def test_sensor_dropout_degrades_and_recovers(ros, humanoid):
+    xml, est = humanoid
+    ns = unique_ns("drop")
+    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=0), ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure") and ros.transition(node, "activate")
+        assert node.wait_for_plans(120.0)                         # single-loss plans prepared
+        sim = Sim(ros, node, Trajectory(est, seed=5), ns)
+        k = 0
+        for _ in range(3):
+            sim.step(k, expect_output=k > 0)
+            k += 1
+        lost = "l_foot_ft_sensor"
+        time.sleep(0.6)                                           # its last sample is now older than the timeout
+        degraded = []
+        for _ in range(5):
+            sim.step(k, skip=(lost,))
+            degraded.append(k)
+            k += 1
+        assert max(sim.error(j) for j in degraded) <= TOL       # the remaining set is still well-posed
+        lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: m.startswith("DEGRADED"))
+        assert msg == f"DEGRADED: missing {lost}" and lvl == b"\x01"
+        assert v["active_plan"] == f"without {lost}" and v[f"{lost}/fresh"] == "false"
+        for _ in range(3):
+            sim.step(k)
+            k += 1
+        assert sim.error(k - 1) <= TOL
+        sim.latest_diagnostics(lambda lvl, m, v: m == "OK" and v["active_plan"] == "full")
+        assert node.status == (b"\x00", "OK")
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)
+
+
+def test_sensor_dropout_without_well_posed_set_is_an_error(ros, arm):
+    xml, est = arm
+    ns = unique_ns("dropall")
+    node = ros.estimator(params_from_yaml(ARM_YAML, xml, oracle_every_n=0), ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure") and ros.transition(node, "activate")
+        assert node.wait_for_plans(60.0)
+        sim = Sim(ros, node, Trajectory(est, seed=6), ns)
+        for k in range(3):
+            sim.step(k, expect_output=k > 0)
+        time.sleep(0.6)
+        silent = []
+        for k in range(3, 6):
+            sim.publish_sensors(k, skip=("wrist_ft_sensor",))
+            sim.js.publish(sim.joint_state(k))
+            silent.append(sim.traj.stamp(k))
+        time.sleep(0.1)
+        assert not any(s in sim.torques for s in silent)          # nothing published without the sensor
+        lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: lvl == b"\x02")
+        assert msg.startswith("ERROR: missing wrist_ft_sensor") and "ill-posed" in v["fallback/wrist_ft_sensor"]
+        for k in range(6, 9):
+            sim.step(k)                                            # the sensor returns: estimates resume
+        assert sim.error(8) <= TOL
+        sim.latest_diagnostics(lambda lvl, m, v: m == "OK")
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)
+
+
+# ============================================================================ memory
+def test_200_lifecycle_cycles_do_not_leak(ros, arm):
+    """configure/activate/deactivate/cleanup 200 times on the fixed arm (its plan takes ms)."""
+    xml, _ = arm
+    node = ros.estimator(params_from_yaml(ARM_YAML, xml), unique_ns("cycles"))
+    try:
+        def cycle():
+            for label in ("configure", "activate", "deactivate", "cleanup"):
+                assert ros.transition(node, label), (label, node.last_error)
+
+        for _ in range(10):
+            cycle()
+        node.wait_for_plans(30.0)
+        before = rss_kb()
+        for _ in range(190):
+            cycle()
+        node.wait_for_plans(30.0)
+        after = rss_kb()
+        assert ros.state(node) == "unconfigured"
+        assert after < 1.10 * before, f"RSS grew from {before} kB to {after} kB"
+    finally:
+        ros.destroy(node)

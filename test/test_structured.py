@@ -1,0 +1,336 @@
+"""The structured solver (rbd_estimator/estimation/structured.py) against the generic KKT path and
+against the pinocchio ground truth.
+
+The generic path defines the problem (weighted least squares of the whitened sensor rows subject to
+the Newton–Euler rows); the structured one must give the same solution to rounding on random
+states with noisy, inconsistent readings (so that the weighting matters), and the exact ground
+truth when the readings are consistent.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import tracemalloc
+
+import numpy as np
+import pytest
+from groundtruth import GroundTruth
+from oracle import urdf_xml
+from trees import tree_urdf
+
+from rbd_estimator import ConfigError, RobotModel
+from rbd_estimator.estimation import Estimator, SensorConfig
+
+ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
+           "l_arm_ft_sensor", "r_arm_ft_sensor"]
+FEET = dict(contacts=["l_foot", "r_foot"], contact=dict(l_foot=dict(frame="l_sole"), r_foot=dict(frame="r_sole")))
+CELLS = dict(positions_x=[0.05, 0.05, -0.03, -0.03], positions_y=[0.02, -0.02, 0.02, -0.02])
+BIPED = [-1, 0, 1, -1, 3, 4, -1, 6]          # two 3-link legs (FT sensor and sole on each foot), one 2-link arm
+
+
+def icub_config(**over):
+    params = dict(floating_base=True, imu=dict(frame="root_link"), ft_sensors=ICUB_FT, **FEET)
+    params.update(over)
+    return SensorConfig.from_dict(params)
+
+
+def talos_config():
+    ft = {"l_ankle_ft": "leg_left_sole_fix_joint", "r_ankle_ft": "leg_right_sole_fix_joint",
+          "l_wrist_ft": "wrist_left_ft_joint", "r_wrist_ft": "wrist_right_ft_joint"}
+    return SensorConfig.from_dict(dict(
+        floating_base=True, imu=dict(frame="imu_link", use_angular_acceleration=True),
+        ft_sensors=list(ft), ft={k: dict(joint=j) for k, j in ft.items()},
+        contacts=["l_foot", "r_foot"],
+        contact=dict(l_foot=dict(frame="left_sole_link"), r_foot=dict(frame="right_sole_link"))))
+
+
+def biped_slippery_config():
+    """Nori eq. 23 on a small biped: slippery feet, four load cells under each, one foot FT sensor,
+    two joint-torque sensors."""
+    return SensorConfig.from_dict(dict(
+        floating_base=True, imu=dict(frame="root"), ft_sensors=["ft0"],
+        contacts=["left", "right"],
+        contact=dict(left=dict(frame="sole0", type="slippery"), right=dict(frame="sole1", type="slippery")),
+        load_cells=["lc", "rc"], load_cell=dict(lc=dict(contact="left", **CELLS), rc=dict(contact="right", **CELLS)),
+        joint_torque_sensors=["j1", "j4"]))
+
+
+def fixed_arm_config():
+    """Fixed base: an unknown full wrench at one foot (the 'tool'), its FT sensor and three
+    joint-torque sensors: a redundant least-squares problem in the six contact components."""
+    return SensorConfig.from_dict(dict(
+        floating_base=False, ft_sensors=["ft0"], contacts=["tool"], contact=dict(tool=dict(frame="sole0")),
+        joint_torque_sensors=["j0", "j1", "j2"], joint_torque_stddev=0.5))
+
+
+def pair(xml, cfg):
+    """A structured and a generic estimator on the same model, and the ground-truth generator."""
+    joints = [ft.joint for ft in cfg.ft_sensors if ft.joint]
+    model = RobotModel.from_urdf(xml, floating_base=cfg.floating_base, keep_fixed=joints)
+    fast = Estimator(model, cfg, solver="structured")
+    ref = Estimator(model, cfg, solver="generic")
+    assert fast._structured is not None and ref._structured is None
+    return fast, ref, GroundTruth(xml, fast)
+
+
+def noisy(inputs, rng, scale=1.0):
+    """The readings with Gaussian noise: inconsistent with any state, so the weighting matters."""
+    out = dict(inputs)
+    if "imu" in out:
+        imu = out["imu"]
+        out["imu"] = imu._replace(
+            linear_acceleration=imu.linear_acceleration + rng.normal(0, 0.3 * scale, 3),
+            angular_acceleration=None if imu.angular_acceleration is None
+            else imu.angular_acceleration + rng.normal(0, 0.5 * scale, 3))
+    if "ft" in out:
+        out["ft"] = out["ft"] + rng.normal(0, 2.0 * scale, out["ft"].shape)
+    if "load_cells" in out:
+        out["load_cells"] = [c + rng.normal(0, 3.0 * scale, c.shape) for c in out["load_cells"]]
+    if "joint_torques" in out:
+        out["joint_torques"] = out["joint_torques"] + rng.normal(0, 0.3 * scale, out["joint_torques"].shape)
+    return out
+
+
+def check_equal_to_generic(fast, ref, gt, n, seed, tol=1e-9):
+    """Structured and generic solutions of noisy samples agree to ``tol`` relative (all outputs:
+    torques, contact and joint wrenches, whitened residuals; and the base acceleration)."""
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    for _ in range(n):
+        inputs, _ = gt.sample(rng)
+        inputs = noisy(inputs, rng)
+        a = fast.estimate(**inputs)
+        out_a, base_a = fast._out.copy(), a.base_acceleration.copy()
+        b = ref.estimate(**inputs)
+        out_b, base_b = ref._out.copy(), b.base_acceleration.copy()
+        scale = max(1.0, np.max(np.abs(out_b)))
+        worst = max(worst, np.max(np.abs(out_a - out_b)) / scale,
+                    np.max(np.abs(base_a - base_b), initial=0.0) / max(1.0, np.max(np.abs(base_b), initial=0.0)))
+        if ref.plan.redundant:
+            assert np.max(np.abs(a.residual)) > 1e-3            # the noise is seen: the data are inconsistent
+    assert worst <= tol, f"structured and generic solutions differ by {worst:.3g} (relative)"
+
+
+def check_against_truth(est, gt, n, seed, tol=1e-8):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        inputs, truth = gt.sample(rng)
+        r = est.estimate(**inputs)
+        np.testing.assert_allclose(r.tau, truth["tau"], rtol=0, atol=tol)
+        np.testing.assert_allclose(r.contact_wrenches, truth["wrenches"], rtol=0, atol=tol)
+
+
+@pytest.fixture(scope="module")
+def icub():
+    return pair(urdf_xml("icub"), icub_config())
+
+
+# ---------------------------------------------------------------------------- same solution
+def test_icub_structured_equals_generic_with_noise(icub):
+    fast, ref, gt = icub
+    assert ref.plan.redundant and fast._structured.n_z == 18
+    check_equal_to_generic(fast, ref, gt, 30, seed=1)
+
+
+def test_icub_structured_matches_ground_truth(icub):
+    fast, _, gt = icub
+    check_against_truth(fast, gt, 30, seed=2)
+
+
+def test_icub_with_imu_angular_acceleration():
+    fast, ref, gt = pair(urdf_xml("icub"), icub_config(imu=dict(frame="root_link", use_angular_acceleration=True)))
+    check_equal_to_generic(fast, ref, gt, 15, seed=3)
+    check_against_truth(fast, gt, 10, seed=4)
+
+
+def test_icub_imu_on_the_head():
+    """The IMU on a body other than the base: the base's angular velocity through the neck chain,
+    and IMU rows on ``a_head = a⁰_head + ʰX_0 a_0``."""
+    fast, ref, gt = pair(urdf_xml("icub"), icub_config(imu=dict(frame="imu_frame", use_angular_acceleration=True)))
+    assert fast.model.frame("imu_frame").body != 0
+    check_equal_to_generic(fast, ref, gt, 10, seed=5)
+    check_against_truth(fast, gt, 10, seed=6)
+
+
+def test_square_system_is_an_exact_solve():
+    """IMU, load cells under the left foot, an FT sensor above the right one, two full-wrench
+    contacts: as many sensor rows as contact components (12), no redundancy."""
+    cfg = icub_config(ft_sensors=["r_foot_ft_sensor"], load_cells=["lc"], load_cell=dict(lc=dict(contact="l_foot", **CELLS)))
+    fast, ref, gt = pair(urdf_xml("icub"), cfg)
+    assert not ref.plan.redundant and fast._structured.m_soft == fast._structured.n_h == 12
+    check_equal_to_generic(fast, ref, gt, 10, seed=20)
+    check_against_truth(fast, gt, 10, seed=21)
+    assert fast.estimate(**gt.sample(np.random.default_rng(22))[0]).residual is None
+
+
+def test_slippery_contacts_with_load_cells_and_torque_sensors():
+    xml, _ = tree_urdf(BIPED, seed=3, ft_leaves=2, name="biped")
+    fast, ref, gt = pair(xml, biped_slippery_config())
+    assert fast._structured.n_h == 8 and ref.plan.redundant
+    check_equal_to_generic(fast, ref, gt, 30, seed=7)
+    check_against_truth(fast, gt, 20, seed=8)
+
+
+def test_talos_declared_ft_sensors_on_fixed_joints():
+    fast, ref, gt = pair(urdf_xml("talos"), talos_config())
+    assert {"leg_left_sole_fix_joint", "wrist_right_ft_joint"} <= set(fast.kept_joints)
+    check_equal_to_generic(fast, ref, gt, 15, seed=9)
+    check_against_truth(fast, gt, 15, seed=10)
+
+
+def test_fixed_base_contact_ft_and_joint_torque_sensors():
+    xml, _ = tree_urdf(BIPED, seed=4, ft_leaves=2, name="arm")
+    fast, ref, gt = pair(xml, fixed_arm_config())
+    assert not fast._structured.floating and fast._structured.n_z == 6
+    check_equal_to_generic(fast, ref, gt, 30, seed=11)
+    check_against_truth(fast, gt, 20, seed=12)
+
+
+def test_fixed_base_inverse_dynamics_without_sensors():
+    fast, ref, gt = pair(urdf_xml("talos"), SensorConfig.from_dict(dict(floating_base=False)))
+    assert fast._structured.n_z == 0 and fast._structured.m_soft == 0
+    check_equal_to_generic(fast, ref, gt, 10, seed=13)
+    check_against_truth(fast, gt, 10, seed=14)
+
+
+def test_base_state_is_the_same_on_both_paths(icub):
+    fast, ref, gt = icub
+    inputs, _ = gt.sample(np.random.default_rng(15))
+    fast.estimate(**inputs)
+    ref.estimate(**inputs)
+    for x, y in zip(fast.base_state(), ref.base_state()):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-9)
+
+
+def test_qr_fallback_gives_the_normal_equations_solution(icub):
+    """The Householder-QR solve (used when the normal equations are ill-conditioned) on the rows
+    the tick leaves in its work space gives the Cholesky solution."""
+    from rbd_estimator.estimation import structured as st
+    fast, _, gt = icub
+    s = fast._structured
+    h = slice(s.ip[st.H_WH], s.ip[st.H_WH] + s.n_h)
+    rng = np.random.default_rng(19)
+    for _ in range(5):
+        inputs, _ = gt.sample(rng)
+        fast.estimate(**noisy(inputs, rng))
+        by_cholesky = s.w[h].copy()
+        assert st._qr_solve(s.ip, s.w) > 1e-3
+        np.testing.assert_allclose(s.w[h], by_cholesky, rtol=1e-12, atol=1e-12 * np.abs(by_cholesky).max())
+
+
+# ---------------------------------------------------------------------------- inputs
+def test_fast_and_packed_input_paths_agree_bitwise(icub):
+    """Float64 arrays go straight to the compiled kernel; lists and dictionaries through
+    ``Estimator._pack``: the same numbers in, the same numbers out."""
+    fast, _, gt = icub
+    inputs, _ = gt.sample(np.random.default_rng(16))
+    fast.estimate(**inputs)
+    direct = fast._out.copy()
+    n0 = fast._structured.fallbacks
+    as_lists = dict(q=list(inputs["q"]), dq=list(inputs["dq"]), ddq=list(inputs["ddq"]), imu=inputs["imu"],
+                    ft={name: list(v) for name, v in zip(fast.ft_names, inputs["ft"])})
+    fast.estimate(**as_lists)
+    assert fast._structured.fallbacks == n0 + 1
+    np.testing.assert_array_equal(fast._out, direct)
+    strided = np.stack([inputs["q"], inputs["q"]], axis=1)[:, 0]          # a non-contiguous view
+    fast.estimate(**dict(inputs, q=strided))
+    np.testing.assert_array_equal(fast._out, direct)
+
+
+def test_bad_inputs_raise_the_generic_errors(icub):
+    fast, ref, gt = icub
+    inputs, _ = gt.sample(np.random.default_rng(17))
+    before = fast.estimate(**inputs).tau.copy()
+    ft = inputs["ft"].copy()
+    ft[2, 4] = np.inf
+    with pytest.raises(ValueError, match=r"ft\[16\] \(l_foot_ft_sensor ty\) is not finite"):
+        fast.estimate(**dict(inputs, ft=ft))
+    for est in (fast, ref):
+        q = inputs["q"].copy()
+        q[5] = np.nan
+        with pytest.raises(ValueError, match=r"q\[5\] \(" + est.joint_names[5]):
+            est.estimate(**dict(inputs, q=q))
+        with pytest.raises(ValueError, match="ddq: expected"):
+            est.estimate(**dict(inputs, ddq=inputs["ddq"][:-1]))
+        with pytest.raises(ValueError, match=r"ft: expected shape \(6, 6\)"):
+            est.estimate(**dict(inputs, ft=inputs["ft"][:5]))
+        with pytest.raises(ValueError, match="no IMU sample"):
+            est.estimate(**dict(inputs, imu=None))
+        imu = inputs["imu"]
+        bad = imu._replace(orientation=np.array([0.0, 0.0, np.nan, 1.0]))
+        with pytest.raises(ValueError, match=r"imu\[2\] \(orientation\) is not finite"):
+            est.estimate(**dict(inputs, imu=bad))
+    np.testing.assert_array_equal(fast.estimate(**inputs).tau, before)
+
+
+def test_solver_keyword():
+    model = RobotModel.from_urdf(urdf_xml("talos"), floating_base=False)
+    cfg = SensorConfig.from_dict(dict(floating_base=False))
+    assert Estimator(model, cfg)._structured is not None                # 'auto' picks the structured solver
+    assert Estimator(model, cfg, solver="generic")._structured is None
+    with pytest.raises(ConfigError, match="solver"):
+        Estimator(model, cfg, solver="fastest")
+
+
+# ---------------------------------------------------------------------------- memory
+def test_estimates_do_not_grow_python_memory(icub):
+    fast, _, gt = icub
+    inputs, _ = gt.sample(np.random.default_rng(18))
+    for _ in range(200):
+        fast.estimate(**inputs)
+    tracemalloc.start()
+    try:
+        fast.estimate(**inputs)
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(3000):
+            fast.estimate(**inputs)
+        growth = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert growth < 2048, f"{growth} bytes retained over 3000 estimates"
+
+
+def test_compiled_tick_allocates_nothing_but_argument_boxing():
+    """With numba's allocation statistics on, one estimate makes exactly as many runtime
+    allocations as a do-nothing compiled function given the same arguments (numba's boxing of the
+    array arguments): the tick itself allocates nothing."""
+    script = textwrap.dedent("""
+        import sys
+        import numba as nb
+        import numpy as np
+        from numba.core.runtime import rtsys
+        sys.path.insert(0, "test")
+        from test_structured import GroundTruth, icub_config, urdf_xml, Estimator
+        from rbd_estimator.estimation import structured as st
+        est = Estimator.from_urdf(urdf_xml("icub"), icub_config())
+        inputs, _ = GroundTruth(urdf_xml("icub"), est).sample(np.random.default_rng(0))
+        s = est._structured
+        args = None
+        def capture(*a):
+            global args
+            args = a
+            return 0
+        real, s.kernel = s.kernel, capture
+        est.estimate(**inputs)
+        s.kernel = real
+        names = ", ".join(f"a{k}" for k in range(len(args)))
+        nothing = nb.njit([st._SIGNATURE])(eval(f"lambda {names}: 0"))
+        def count(f, n=100):
+            f(*args)
+            a0 = rtsys.get_allocation_stats().alloc
+            for _ in range(n):
+                f(*args)
+            return rtsys.get_allocation_stats().alloc - a0
+        def tick(*a):
+            assert real(*a) == 0
+        print(count(tick), count(nothing))
+    """)
+    env = dict(os.environ, NUMBA_NRT_STATS="1", PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]))
+    res = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    tick, nothing = map(int, res.stdout.split()[-2:])
+    assert tick == nothing, (tick, nothing)
