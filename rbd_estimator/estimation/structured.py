@@ -177,8 +177,8 @@ class StructuredSolver:
         b = e._imu_buf
         c = lambda x: np.require(x, np.float64, ("C", "W"))  # noqa: E731
         return self.kernel(self.ip, self.fp, self.w, e._E, e._v, e._x, c(e._q), c(e._dq), c(e._ddq),
-                               b[0:4], b[4:7], b[7:10], b[10:13], e._ft_buf.reshape(-1, 6), e._cells_buf,
-                               e._jt_buf, b, e._out, e._info)
+                           b[0:4], b[4:7], b[7:10], b[10:13], e._ft_buf.reshape(-1, 6), e._cells_buf,
+                           e._jt_buf, b, e._out, e._info)
 
     def summary(self) -> str:
         return (f"structured solver: {self.n_z} unknowns after the tree elimination "
