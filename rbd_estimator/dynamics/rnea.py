@@ -15,7 +15,16 @@ def rnea(model: RobotModel, q, dq, ddq, f_ext=None) -> np.ndarray:
     frame name to the wrench ``[fx, fy, fz, tx, ty, tz]`` (N, N·m) acting on it, expressed in that
     frame. Returns ``τ`` (nv,): N·m or N per joint; for a floating base the first six entries are
     the base wrench ``[f; n]`` in base coordinates (zero when the motion is consistent).
+
+    :func:`rnea_full` also returns the body quantities ``(τ, v, a, f)`` in body coordinates
+    (Featherstone order; ``a`` includes ``-a_g``; ``f_i`` is the wrench from the parent on body i).
     """
+    return rnea_full(model, q, dq, ddq, f_ext)[0]
+
+
+def rnea_full(model: RobotModel, q, dq, ddq, f_ext=None):
+    """:func:`rnea` returning ``(τ, v, a, f)``: the body velocities, accelerations (with ``-a_g``)
+    and joint wrenches (parent → body i), body coordinates, Featherstone order."""
     q, dq, ddq = (np.asarray(x, dtype=float) for x in (q, dq, ddq))
     fx = external_forces(model, f_ext)
     NB = model.NB
@@ -39,4 +48,4 @@ def rnea(model: RobotModel, q, dq, ddq, f_ext=None) -> np.ndarray:
         p = model.parents[i]
         if p >= 0:
             f[p] += Xup[i].T @ f[i]                                 # Σ_j ⁱX*_j f_j in (3f)
-    return tau
+    return tau, v, a, f

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import rclpy
 import yaml
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.executors import SingleThreadedExecutor
@@ -90,6 +91,8 @@ class Client:
         for c in contact_names:
             self.node.create_subscription(WrenchStamped, f"{self.fqn}/contact_wrenches/{c}",
                                           lambda m, c=c: self._on_wrench(c, m), qos)
+        self.diagnostics = {}
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
@@ -99,6 +102,12 @@ class Client:
         s = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         self.arrival[s] = time.time_ns()
         self.torques[s] = np.array(msg.effort)
+
+    def _on_diag(self, msg):
+        for st in msg.status:
+            if st.name.endswith(self.fqn):
+                self.diagnostics = {kv.key: kv.value for kv in st.values}
+                self.diagnostics["_message"] = st.message
 
     def _on_wrench(self, c, msg):
         s = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
@@ -215,7 +224,12 @@ def run_node_and_publish(xml: str, params_file: str, rec, rate: float, overrides
             f"force-torque sensors) ...")
         wire = list(reversed(range(len(rec.joint_names))))     # not the model's order: mapped by name
         stamps, sent, late = publish_loop(client, rec, rate, wire_order=wire)
-        time.sleep(0.5)
+        time.sleep(1.2)                                # the last estimates and one /diagnostics
+        d = dict(client.diagnostics)
+        if d:
+            out(f"  node diagnostics: {d.get('_message')}; tick latency median {float(d['tick_latency_median_ms']):.2f} "
+                f"ms, p99 {float(d['tick_latency_p99_ms']):.2f} ms; pinocchio cross-check: largest torque "
+                f"difference {float(d['oracle_residual']):.2e} N·m over {d['oracle_checks']} checks")
         for label in ("deactivate", "cleanup", "shutdown"):
             client.transition(label)
         out(f"  lifecycle: deactivate, cleanup, shutdown -> {client.state()}")
