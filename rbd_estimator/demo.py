@@ -5,7 +5,9 @@
 
 1. **Simulate** (before anything is published): the shipped humanoid (``urdf/humanoid.urdf``,
    ``config/humanoid.yaml``) floats with its feet pushed by prescribed wrenches that roughly carry
-   its weight, while PD controllers track joint sinusoids. The motion is integrated at ``--rate``
+   its weight (half of it upward on each sole, with torques that cancel its moment about the
+   centre of mass), while PD controllers with an inverse-dynamics
+   feedforward (:func:`rbd_estimator.dynamics.rnea`) track joint sinusoids. The motion is integrated at ``--rate``
    with the package's own articulated-body algorithm (:func:`rbd_estimator.dynamics.aba`, floating
    base, semi-implicit Euler). The sensor readings of every step — joint states, IMU, the six
    force-torque sensors — come from :func:`rbd_estimator.estimation.synthetic.measure`, with
@@ -31,8 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dynamics import aba, crba
+from .dynamics import aba, crba, rnea
 from .dynamics.kinematics import joint_transform
+from .spatial import inertia_from_mcI, plux
 from .estimation import Estimator, SensorConfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,17 +84,39 @@ def _quat_mul(a, b):
                      aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
 
 
-def _frame_rotation(model, q, frame_name):
-    """``E`` (world → frame coordinates) of a frame at configuration ``q``."""
-    frame = model.frame(frame_name)
-    chain, b = [], frame.body
-    while b >= 0:
-        chain.append(b)
-        b = model.parents[b]
-    E = np.eye(3)
-    for i in reversed(chain):
-        E = joint_transform(model, i, q)[:3, :3] @ E
-    return frame.E @ E
+def _world_poses(model, q):
+    """``(E, r)`` of every body: ``E`` rotates world into body coordinates, ``r`` is the body origin
+    in the world (from ``ⁱX_0 = plux(E, r)``)."""
+    NB = model.NB
+    E, r = np.zeros((NB, 3, 3)), np.zeros((NB, 3))
+    for i in range(NB):
+        X = joint_transform(model, i, q)
+        p = model.parents[i]
+        X0 = X if p < 0 else X @ plux(E[p], r[p])
+        E[i] = X0[:3, :3]
+        S = -E[i].T @ X0[3:, :3]
+        r[i] = [S[2, 1], S[0, 2], S[1, 0]]
+    return E, r
+
+
+def _support_wrenches(model, q, frames, weight):
+    """Wrenches on the sole frames (each in its own frame) that carry the weight with no moment
+    about the centre of mass: equal upward forces, and equal torques cancelling their moment."""
+    E, r = _world_poses(model, q)
+    mass, com = 0.0, np.zeros(3)
+    for i in range(model.NB):
+        m_i, c_i, _ = inertia_from_mcI(model.inertias[i])
+        mass += m_i
+        com += m_i * (r[i] + E[i].T @ c_i)
+    com /= mass
+    f = np.array([0.0, 0.0, weight / len(frames)])
+    poses = []
+    for name in frames:
+        fr = model.frame(name)
+        poses.append((fr.E @ E[fr.body], r[fr.body] + E[fr.body].T @ fr.r))
+    moment = sum(np.cross(p - com, f) for _, p in poses)
+    t = -moment / len(frames)
+    return np.array([np.concatenate([Ef @ f, Ef @ t]) for Ef, _ in poses])
 
 
 def nominal_pose(names) -> np.ndarray:
@@ -141,14 +166,20 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
         t = k * dt
         s = np.sin(2 * np.pi * freq * t + phase)
         c = np.cos(2 * np.pi * freq * t + phase)
-        q_ref, dq_ref = q_nom + amp * s, amp * 2 * np.pi * freq * c
-        tau = Kp * (q_ref - q[jq]) + Kd * (dq_ref - v[jv])
-        # each sole pushed up (world z) with half the weight, expressed in the sole frame
-        W = np.zeros((len(soles), 6))
-        for i, f in enumerate(soles):
-            W[i, :3] = _frame_rotation(m, q, f) @ np.array([0.0, 0.0, weight / len(soles)])
+        w2 = (2 * np.pi * freq) ** 2
+        q_ref, dq_ref, ddq_ref = q_nom + amp * s, amp * 2 * np.pi * freq * c, -amp * w2 * s
+        if k % 10 == 0:     # held for 10 steps (100 Hz): the simulation's cost is in these two
+            # the soles carry the weight with no moment about the centre of mass (no tumbling)
+            W = _support_wrenches(m, q, soles, weight)
+            f_ext = {f: W[i] for i, f in enumerate(soles)}
+            # inverse-dynamics feedforward of the reference acceleration and of the foot wrenches
+            # (computed as if the base did not accelerate)
+            a_ff = np.zeros(m.nv)
+            a_ff[jv] = ddq_ref
+            tau_ff = rnea(m, q, v, a_ff, f_ext)[jv]
+        tau = Kp * (q_ref - q[jq]) + Kd * (dq_ref - v[jv]) + tau_ff
         tau_full[jv] = tau
-        a = aba(m, q, v, tau_full, {f: W[i] for i, f in enumerate(soles)})
+        a = aba(m, q, v, tau_full, f_ext)
         r = measure(est, q, v, a, W)
         rec.q[k] = q[jq] + noise * NOISE["q"] * rng.normal(size=n)
         rec.dq[k] = v[jv] + noise * NOISE["dq"] * rng.normal(size=n)

@@ -85,16 +85,24 @@ def test_internal_wrench_at_a_kept_joint_equals_the_ft_reading(icub):
         np.testing.assert_allclose(r.joint_wrenches[est.kept_joints.index(joint)], -inputs["ft"][k], atol=1e-8)
 
 
-def test_fixed_base_inverse_dynamics_is_triangular_and_equals_rnea():
+def test_fixed_base_inverse_dynamics_with_known_wrenches_is_triangular_and_equals_rnea():
+    """Nori §IV-B–D: with q̈ and every external wrench known the plan finds a triangular ordering
+    (Property 1): zero fill-in; the estimate is the RNEA's torque."""
     P = Pair(urdf_xml("talos"), floating_base=False)
-    est = Estimator(P.model, SensorConfig.from_dict(dict(floating_base=False)))
+    links = ["gripper_left_base_link", "left_sole_link", "head_2_link"]      # one of them merged
+    est = Estimator(P.model, SensorConfig.from_dict(dict(
+        floating_base=False, external_wrenches=["a", "b", "c"],
+        external_wrench=dict(a=dict(frame=links[0]), b=dict(frame=links[1]), c=dict(frame=links[2])))))
     assert est.plan.fill_in == 0 and not est.plan.redundant
-    assert est.plan.largest_block == 1                    # Nori Property 1: triangular after permutation
+    assert est.plan.largest_block == 1                    # triangular after permutation
     rng = np.random.default_rng(5)
     for _ in range(20):
         q, v, a = P.random_state(rng)
-        r = est.estimate(q, v, a)
-        assert rel_err(r.tau, rnea(P.model, q, v, a)) < 1e-12
+        w = rng.normal(size=(3, 6)) * 20
+        r = est.estimate(q, v, a, external_wrenches=w)
+        assert rel_err(r.tau, rnea(P.model, q, v, a, dict(zip(links, w)))) < 1e-12
+    with pytest.raises(ValueError, match="external_wrenches"):
+        est.estimate(q, v, a)
 
 
 @pytest.mark.parametrize("robot,fb", [("talos", False), ("talos", True), ("g1", True), ("icub", True)])

@@ -14,6 +14,8 @@ hold lists of dictionaries, so every group is a list of names plus one sub-dicti
     load_cells: [l_cells]
     load_cell: {l_cells: {contact: l_foot, positions_x: [...], positions_y: [...]}}
     joint_torque_sensors: [l_knee]
+    external_wrenches: [payload]                            # known wrenches, given to every estimate
+    external_wrench: {payload: {frame: l_hand}}
 
 Units: SI. Standard deviations are per axis (N, N·m, m/s², rad/s², N·m or N for joint torques).
 Joint positions, velocities and accelerations are inputs, not noisy sensors: they enter the
@@ -84,6 +86,15 @@ class LoadCellConfig:
     timeout: float = 0.05
 
 
+@dataclass(frozen=True)
+class ExternalWrenchConfig:
+    """A known external wrench on a link or frame (Nori eqs. 7–8 with a nonzero ``y``: a payload,
+    a tool, a measured interaction), given to every estimate in that frame, torque about its origin."""
+    name: str
+    frame: str
+    topic: str = ""
+
+
 @dataclass(frozen=True, eq=False)
 class SensorConfig:
     """The complete sensor and contact set. ``node`` holds node-only parameters (topics, filter,
@@ -95,6 +106,7 @@ class SensorConfig:
     load_cells: tuple[LoadCellConfig, ...] = ()
     joint_torque_sensors: tuple[str, ...] = ()
     joint_torque_stddev: float = 0.1
+    external_wrenches: tuple[ExternalWrenchConfig, ...] = ()
     node: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
@@ -165,6 +177,10 @@ class SensorConfig:
             out.update({f"ft.{s.name}.{f.name}": getattr(s, f.name) for f in fields(FTConfig) if f.name != "name"})
         for c in self.contacts:
             out.update({f"contact.{c.name}.frame": c.frame, f"contact.{c.name}.type": c.type})
+        if self.external_wrenches:
+            out["external_wrenches"] = [w.name for w in self.external_wrenches]
+        for w in self.external_wrenches:
+            out.update({f"external_wrench.{w.name}.frame": w.frame, f"external_wrench.{w.name}.topic": w.topic})
         for c in self.load_cells:
             out.update({f"load_cell.{c.name}.contact": c.contact, f"load_cell.{c.name}.topic": c.topic,
                         f"load_cell.{c.name}.stddev": c.stddev, f"load_cell.{c.name}.timeout": c.timeout,
@@ -212,7 +228,7 @@ def flatten(params: dict, prefix: str = "") -> dict:
 
 # ---------------------------------------------------------------------------- parsing
 _TOP = {"floating_base", "imu", "ft_sensors", "ft", "contacts", "contact", "load_cells", "load_cell",
-        "joint_torque_sensors", "joint_torque_stddev"}
+        "joint_torque_sensors", "joint_torque_stddev", "external_wrenches", "external_wrench"}
 
 
 class _Parser:
@@ -263,10 +279,17 @@ class _Parser:
                 raise ConfigError(f"parameter 'contact.{n}.type': '{kw['type']}' is not one of {CONTACT_TYPES}")
             contacts.append(ContactConfig(name=n, **kw))
         cells = tuple(self.load_cell(n, {c.name for c in contacts}) for n in self.names("load_cells"))
+        external = []
+        for n in self.names("external_wrenches"):
+            kw = self.group(f"external_wrench.{n}", ExternalWrenchConfig)
+            if not kw.get("frame"):
+                raise ConfigError(f"parameter 'external_wrench.{n}.frame' is required (the link or frame it acts on)")
+            external.append(ExternalWrenchConfig(name=n, **kw))
         cfg = SensorConfig(
             floating_base=fb, imu=imu, ft_sensors=ft, contacts=tuple(contacts), load_cells=cells,
             joint_torque_sensors=self.names("joint_torque_sensors"),
             joint_torque_stddev=self.get("joint_torque_stddev", 0.1, float),
+            external_wrenches=tuple(external),
             node={k: v for k, v in self.flat.items() if k.split(".")[0] not in _TOP})
         self.check_stddevs(cfg)
         return cfg

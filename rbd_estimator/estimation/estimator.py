@@ -233,7 +233,9 @@ class Estimator:
         self._ft_buf = np.zeros(6 * len(self.config.ft_sensors))
         self._cells_buf = np.zeros(lay.n_rsrc - lay.r_cells - len(self.config.joint_torque_sensors))
         self._jt_buf = np.zeros(len(self.config.joint_torque_sensors))
+        self._ext_buf = np.zeros(6 * len(self.config.external_wrenches))
         self._info = np.zeros(4)
+        self.pivot_fallbacks = 0
         self.result = Estimate(self, self._out, self._x)
 
     @property
@@ -244,7 +246,7 @@ class Estimator:
 
     # ------------------------------------------------------------------ tick
     def estimate(self, q, dq, ddq, imu: ImuSample | None = None, ft=None, load_cells=None,
-                 joint_torques=None) -> Estimate:
+                 joint_torques=None, external_wrenches=None) -> Estimate:
         """Estimate from one set of readings; see :class:`Estimate` for the outputs.
 
         ``q``, ``dq``, ``ddq``: joint positions (rad, m), velocities and accelerations in
@@ -252,28 +254,47 @@ class Estimator:
         an IMU). ``ft``: ``{sensor: [fx, fy, fz, tx, ty, tz]}`` or an ``(n_ft, 6)`` array in
         :attr:`ft_names` order, each in its sensor's frame and measure direction. ``load_cells``:
         ``{group: forces}`` or a sequence in configuration order (N). ``joint_torques``: array in
-        ``config.joint_torque_sensors`` order or ``{joint: τ}``. Raises ``ValueError`` naming the
+        ``config.joint_torque_sensors`` order or ``{joint: τ}``. ``external_wrenches``: the known
+        wrenches of ``config.external_wrenches``, ``{name: [fx, fy, fz, tx, ty, tz]}`` or an
+        ``(n, 6)`` array, each in its frame. Raises ``ValueError`` naming the
         input when one is missing, has the wrong shape or is not finite; nothing is computed then.
         """
         if self._structured is not None:        # packs (fast path for arrays) and solves
             status = self._structured.estimate(q, dq, ddq, imu, ft, load_cells, joint_torques)
         else:
-            self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
+            self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques, external_wrenches)
             status = _tick(
                 self._jtype, self._parents, self._S, self._jofb, self.model.axes, self.model.E_tree, self.model.r_tree,
                 self.model.inertias, self._a0, self._imu_body, self._imu_E, self._imu_r, self._imu_chain,
                 self._E, self._r, self._v, self._c, self._nu, self._Xa0, self._src, self._rsrc,
                 self._layout.r_c, self._layout.r_nu, self._layout.r_xa0, self._layout.r_imu_wv, self._layout.r_qdd,
                 self._layout.r_imu_acc, self._layout.r_imu_alpha, self._layout.r_ft, self._layout.r_cells,
-                self._layout.r_tau, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf, self._cells_buf,
-                self._jt_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, self._Lx,
+                self._layout.r_tau, self._layout.r_ext, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf,
+                self._cells_buf, self._jt_buf, self._ext_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, self._Lx,
                 self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
+        if status == 2 and self._structured is None:
+            status = self._robust_solve()
         if status != 0:
             self._raise_input_error(status)
         self.result._inputs = (self._q, self._imu_buf)
         return self.result
 
-    def _pack(self, q, dq, ddq, imu, ft, load_cells, joint_torques):
+    def _robust_solve(self) -> int:
+        """A static pivot failed at this state (the planned pivot vanished): solve the same
+        permuted system once with SuperLU's partial pivoting (allocates; counted in
+        ``pivot_fallbacks``)."""
+        from scipy.sparse.linalg import splu
+        self.pivot_fallbacks += 1
+        A = sp.csr_matrix((self._Ax, self._Ai, self._Ap), shape=(self._N, self._N)).tocsc()
+        gather(*self._GR, self._rsrc, self._x)
+        try:
+            self._x[:] = splu(A).solve(self._x)
+        except RuntimeError:
+            return 2
+        gather(*self._GO, self._x, self._out)
+        return 0 if np.all(np.isfinite(self._out)) else 2
+
+    def _pack(self, q, dq, ddq, imu, ft, load_cells, joint_torques, external_wrenches=None):
         nj = self.model.n_joints
         self._q, self._dq, self._ddq = (_vector(x, nj, name) for x, name in
                                         ((q, "q"), (dq, "dq"), (ddq, "ddq")))
@@ -293,16 +314,7 @@ class Estimator:
         if n_ft:
             if ft is None:
                 raise ValueError("ft: the configuration has force-torque sensors but no readings were given")
-            if isinstance(ft, dict):
-                for k, s in enumerate(cfg.ft_sensors):
-                    if s.name not in ft:
-                        raise ValueError(f"ft: no reading for force-torque sensor '{s.name}'")
-                    self._ft_buf[6 * k:6 * k + 6] = _vector(ft[s.name], 6, f"ft['{s.name}']")
-            else:
-                arr = np.asarray(ft, dtype=float)
-                if arr.shape != (n_ft, 6):
-                    raise ValueError(f"ft: expected shape ({n_ft}, 6) in ft_names order, got {arr.shape}")
-                self._ft_buf[:] = arr.reshape(-1)
+            _pack_wrenches(self._ft_buf, ft, self.ft_names, "ft")
         if cfg.load_cells:
             if load_cells is None:
                 raise ValueError("load_cells: the configuration has load cells but no readings were given")
@@ -319,13 +331,16 @@ class Estimator:
                 self._jt_buf[:] = [joint_torques[j] for j in cfg.joint_torque_sensors]
             else:
                 self._jt_buf[:] = _vector(joint_torques, len(self._jt_buf), "joint_torques")
+        _pack_wrenches(self._ext_buf, external_wrenches, [w.name for w in cfg.external_wrenches],
+                       "external_wrenches")
 
     def _raise_input_error(self, status):
         names = {1: ("q", self.joint_names), 2: ("dq", self.joint_names), 3: ("ddq", self.joint_names),
                  4: ("imu", ("orientation",) * 4 + ("angular_velocity",) * 3 + ("linear_acceleration",) * 3
                      + ("angular_acceleration",) * 3),
                  5: ("ft", [f"{s} {a}" for s in self.ft_names for a in ("fx", "fy", "fz", "tx", "ty", "tz")]),
-                 6: ("load_cells", None), 7: ("joint_torques", self.config.joint_torque_sensors)}
+                 6: ("load_cells", None), 7: ("joint_torques", self.config.joint_torque_sensors),
+                 8: ("external_wrenches", None)}
         which, index = int(self._info[0]), int(self._info[1])
         if status == 1:
             label, entries = names[which]
@@ -366,6 +381,25 @@ class Estimator:
         qb[3:7] = _R_to_quat(R_w0)
         vb = np.concatenate([np.zeros(3), self._v[0, :3]])
         return qb, vb, self._base_acceleration(result)
+
+
+def _pack_wrenches(buf, given, names, label) -> None:
+    """Copy wrenches given as ``{name: [fx..tz]}`` or an ``(n, 6)`` array (``names`` order) into ``buf``."""
+    n = len(names)
+    if not n:
+        return
+    if given is None:
+        raise ValueError(f"{label}: the configuration declares {', '.join(names)} but none were given")
+    if isinstance(given, dict):
+        for k, name in enumerate(names):
+            if name not in given:
+                raise ValueError(f"{label}: no wrench for '{name}'")
+            buf[6 * k:6 * k + 6] = _vector(given[name], 6, f"{label}['{name}']")
+    else:
+        arr = np.asarray(given, dtype=float)
+        if arr.shape != (n, 6):
+            raise ValueError(f"{label}: expected shape ({n}, 6) in the order {list(names)}, got {arr.shape}")
+        buf[:] = arr.reshape(-1)
 
 
 def _vector(x, n, name) -> np.ndarray:
@@ -431,15 +465,15 @@ def _first_bad(x):
     return -1
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def _tick(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
           E, r, v, c, nu, Xa0, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_imu_acc, r_imu_alpha, r_ft,
-          r_cells, r_tau, q, dq, ddq, imu, ft, cells, jt, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx,
+          r_cells, r_tau, r_ext, q, dq, ddq, imu, ft, cells, jt, ext, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx,
           Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
     """One estimate. Returns 0, or 1 for a non-finite input (``info[0]`` = which, ``info[1]`` =
     index), or 2 for a non-finite result."""
-    inputs = (q, dq, ddq, imu, ft, cells, jt)
-    for k in range(7):
+    inputs = (q, dq, ddq, imu, ft, cells, jt, ext)
+    for k in range(8):
         bad = _first_bad(inputs[k])
         if bad >= 0:
             info[0] = k + 1
@@ -453,6 +487,7 @@ def _tick(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body,
     rsrc[r_ft:r_ft + ft.shape[0]] = ft
     rsrc[r_cells:r_cells + cells.shape[0]] = cells
     rsrc[r_tau:r_tau + jt.shape[0]] = jt
+    rsrc[r_ext:r_ext + ext.shape[0]] = ext
     gather(GKp, GKi, GKx, src, Ax)                  # values of P D Q (eqs. 4, 16)
     gather(GRp, GRi, GRx, rsrc, x)                  # right-hand side -P b
     info[2] = numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w)

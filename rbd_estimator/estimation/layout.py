@@ -81,7 +81,6 @@ class SystemLayout:
         self.triplets: list[tuple[int, int, int, float]] = []   # (row, col, src, coef)
         self.rhs: list[tuple[int, int, float]] = []              # (row, rsrc, coef)
         self.row_labels: list[str] = []
-        self.row_body: list[int] = []                            # the body each equation belongs to
         self.row_pivot: list[int] = []                           # natural unknown of each hard row (Nori (10)–(11))
         self.soft_rows: list[SoftRow] = []
         self._layout_sources()
@@ -149,6 +148,7 @@ class SystemLayout:
             self.cell_offsets.append(o)
             o += len(lc.positions)
         self.r_tau, o = o, o + len(self.config.joint_torque_sensors)
+        self.r_ext, o = o, o + 6 * len(self.config.external_wrenches)
         self.n_rsrc = o
 
     @staticmethod
@@ -163,25 +163,26 @@ class SystemLayout:
                 if M[a, b] != 0.0:
                     self.triplets.append((row0 + a, col0 + b, 0, scale * float(M[a, b])))
 
-    def _new_rows(self, labels, body: int, pivot: int = -1):
+    def _new_rows(self, labels, pivot: int = -1):
         """Append rows; ``pivot`` is the first column of the unknowns they naturally determine
         (the pairing of Nori's permutations (10)–(11)), or -1 for sensor rows."""
         r0 = len(self.row_labels)
         self.row_labels.extend(labels)
-        self.row_body.extend([body] * len(labels))
         self.row_pivot.extend([pivot + k if pivot >= 0 else -1 for k in range(len(labels))])
         return r0
 
     # ------------------------------------------------------------------ hard rows: eqs. (3a), (3f), (3τ)
     def _hard_rows(self):
         m = self.model
+        self.external_frames = [self._frame(w.frame, f"external_wrench.{w.name}.frame")
+                                for w in self.config.external_wrenches]
         self._joint_index = {name: k for k, name in enumerate(m.joint_names)}
         children = m.children
         eye = np.eye(6)
         for i, body in enumerate(m.body_names):
             p, S = m.parents[i], _axis(m, i)
             if m.joint_types[i] != FREE:                        # (3a_i): a_i - X_i a_λ = S_i q̈_i + c_i (+ X_i a_0)
-                r0 = self._new_rows([f"(3a) acceleration of {body}"] * 6, i, self.col("a", body))
+                r0 = self._new_rows([f"(3a) acceleration of {body}"] * 6, self.col("a", body))
                 self._block(r0, self.col("a", body), eye)
                 if p >= 0:
                     ca = self.col("a", m.body_names[p])
@@ -196,7 +197,7 @@ class SystemLayout:
                     if p < 0:
                         self.rhs.append((r0 + a, self.r_xa0 + 6 * i + a, 1.0))
             # (3f_i): I_i a_i - f_i - f_i^x + Σ_j X_jᵀ f_j = -ν_i   (f_0 = 0 for a floating base)
-            r0 = self._new_rows([f"(3f) Newton-Euler equation of {body}"] * 6, i,
+            r0 = self._new_rows([f"(3f) Newton-Euler equation of {body}"] * 6,
                                 self.col("a" if m.joint_types[i] == FREE else "f", body))
             self._block(r0, self.col("a", body), m.inertias[i])
             if m.joint_types[i] != FREE:
@@ -211,16 +212,23 @@ class SystemLayout:
                     self._block(r0, self.col("h", c.name), -(frame.X.T @ B))
             for a in range(6):
                 self.rhs.append((r0 + a, self.r_nu + 6 * i + a, -1.0))
+            for k, frame in enumerate(self.external_frames):    # known f_i^x = ⁱX*_F w (eqs. 7–8)
+                if frame.body == i:
+                    M = frame.X.T[:, featherstone_to_boundary()]  # boundary [f; n] → Featherstone, then to body i
+                    for a in range(6):
+                        for b in range(6):
+                            if M[a, b]:
+                                self.rhs.append((r0 + a, self.r_ext + 6 * k + b, float(M[a, b])))
             if m.joint_dofs[i] == 1:                             # (3τ_i): S_iᵀ f_i - τ_i = 0
-                r0 = self._new_rows([f"(3τ) torque of {m.body_joint_names[i]}"], i,
+                r0 = self._new_rows([f"(3τ) torque of {m.body_joint_names[i]}"],
                                     self.col("tau", m.body_joint_names[i]))
                 self._block(r0, self.col("f", body), S[None, :])
                 self._block(r0, self.col("tau", m.body_joint_names[i]), -np.ones((1, 1)))
 
     # ------------------------------------------------------------------ soft rows: sensors, eq. (16)
-    def _soft(self, sensor, labels, body: int):
+    def _soft(self, sensor, labels):
         self.soft_rows.extend(SoftRow(sensor, lab) for lab in labels)
-        return self._new_rows([f"{sensor}: {lab}" for lab in labels], body)
+        return self._new_rows([f"{sensor}: {lab}" for lab in labels])
 
     def _soft_rows(self):
         cfg, m = self.config, self.model
@@ -234,7 +242,7 @@ class SystemLayout:
             if joint not in m.joint_names:
                 raise ConfigError(f"parameter 'joint_torque_sensors': '{joint}' is not an actuated joint of "
                                   f"robot '{m.name}'")
-            r0 = self._soft(f"joint torque {joint}", ["τ"], m.body_joint_names.index(joint))
+            r0 = self._soft(f"joint torque {joint}", ["τ"])
             self._block(r0, self.col("tau", joint), np.ones((1, 1)), 1.0 / cfg.joint_torque_stddev)
             self.rhs.append((r0, self.r_tau + k, 1.0 / cfg.joint_torque_stddev))
 
@@ -248,16 +256,14 @@ class SystemLayout:
         ca = self.col("a", self.model.body_names[frame.body])
         X = frame.X
         s = imu.linear_acceleration_stddev
-        r0 = self._soft("imu", ["linear acceleration x", "linear acceleration y", "linear acceleration z"],
-                        frame.body)
+        r0 = self._soft("imu", ["linear acceleration x", "linear acceleration y", "linear acceleration z"])
         self._block(r0, ca, X[3:, :], 1.0 / s)
         for a in range(3):
             self.rhs.append((r0 + a, self.r_imu_acc + a, 1.0 / s))
             self.rhs.append((r0 + a, self.r_imu_wv + a, -1.0 / s))
         if imu.use_angular_acceleration:
             s = imu.angular_acceleration_stddev
-            r0 = self._soft("imu", ["angular acceleration x", "angular acceleration y", "angular acceleration z"],
-                            frame.body)
+            r0 = self._soft("imu", ["angular acceleration x", "angular acceleration y", "angular acceleration z"])
             self._block(r0, ca, X[:3, :], 1.0 / s)
             for a in range(3):
                 self.rhs.append((r0 + a, self.r_imu_alpha + a, 1.0 / s))
@@ -296,7 +302,7 @@ class SystemLayout:
         Rb[:3, :3] = R
         Rb[3:, 3:] = R
         w = np.array([1 / ft.torque_stddev] * 3 + [1 / ft.force_stddev] * 3)
-        r0 = self._soft(ft.name, [f"{_AXIS[a]}" for a in range(6)], sensor.body)
+        r0 = self._soft(ft.name, [f"{_AXIS[a]}" for a in range(6)])
         cf = self.col("f", self.model.body_names[sensor.body])
         self._block(r0, cf, (sign * w[:, None]) * Rb)
         P = featherstone_to_boundary()
@@ -321,7 +327,7 @@ class SystemLayout:
         if np.linalg.matrix_rank(M) < 3:
             raise ConfigError(f"load cells '{lc.name}': contact '{c.name}' of type {c.type} has no free fz, tx, ty "
                               f"for the cells to measure")
-        r0 = self._soft(lc.name, ["fz", "tx", "ty"], frame.body)
+        r0 = self._soft(lc.name, ["fz", "tx", "ty"])
         self._block(r0, self.col("h", c.name), Linv @ M)
         W = Linv @ C
         for a in range(3):
@@ -359,21 +365,6 @@ class SystemLayout:
     def rhs_map(self) -> sp.csr_matrix:
         r, c, v = zip(*self.rhs) if self.rhs else ((), (), ())
         return sp.csr_matrix((v, (r, c)), shape=(self.m, self.n_rsrc))
-
-    def column_body(self) -> np.ndarray:
-        """The body each unknown belongs to (a contact's components: the body of its frame)."""
-        m = self.model
-        body = np.zeros(self.n, dtype=np.int64)
-        contact_body = {c.name: frame.body for c, frame, _ in self.contacts}
-        for col in self.columns:
-            if col.kind == "h":
-                b = contact_body[col.owner]
-            elif col.kind == "tau":
-                b = m.body_joint_names.index(col.owner)
-            else:
-                b = m.body_names.index(col.owner)
-            body[col.start:col.start + col.size] = b
-        return body
 
     def describe_column(self, j: int) -> tuple[str, str, int]:
         """(kind, owner, component) of unknown ``j``."""

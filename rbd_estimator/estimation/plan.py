@@ -277,18 +277,6 @@ def refine_blocks(K_numeric: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, 
     return rows, cols
 
 
-def tree_order(rows, cols, blocks, col_body):
-    """Inside every irreducible block, order the columns leaves-first by body (descending body
-    index: regular numbering puts children after parents), keeping the block-triangular order as
-    tie-breaker; each column keeps its matched row as pivot."""
-    rows, cols = rows.copy(), cols.copy()
-    for b0, b1 in zip(blocks[:-1], blocks[1:]):
-        if b1 - b0 > 1:
-            order = np.lexsort((np.arange(b1 - b0), -col_body[cols[b0:b1]]))
-            rows[b0:b1], cols[b0:b1] = rows[b0:b1][order], cols[b0:b1][order]
-    return rows, cols
-
-
 def costs_of(layout: SystemLayout) -> tuple[int, int]:
     """RNEA and ABA operation counts (m + a) for the same robot (Featherstone §6 formulas)."""
     tc = cost(layout.model)
@@ -334,27 +322,19 @@ class StaticLU:
         return Op.indptr.astype(np.int64), Op.indices.astype(np.int64), Op.data.copy()
 
 
-def plan_static_lu(triplets, N: int, n_src: int, src_sample: np.ndarray, col_body=None, pivots=()) -> StaticLU:
+def plan_static_lu(triplets, N: int, n_src: int, src_sample: np.ndarray, pivots=()) -> StaticLU:
     """Block triangular form, pivots and symbolic factorisation of the ``N × N`` matrix with
     entries ``K[r, c] = Σ coef · src[idx]`` over ``triplets`` (r, c, idx, coef), planned on the
     numeric instance ``src_sample`` (a random state: every worst-case nonzero is nonzero there).
 
-    With ``col_body`` (the body of every column), the irreducible blocks are ordered by the tree
-    instead of COLAMD: the unknowns of a body come before those of its parent (leaves first, the
-    root last), with the matched rows as pivots; ``pivots`` lists preferred (column, row) pairs —
-    the natural pairing of each Newton–Euler row with its unknown, which makes inverse dynamics
-    triangular (Nori Property 1). Eliminating a body then only updates its
-    parent's unknowns — the articulated-body recursion of Nori's Appendix A — so the fill-in and
-    the work stay proportional to the number of bodies."""
+    ``pivots`` lists preferred (column, row) pairs: the natural pairing of each Newton–Euler row
+    with its unknown, which makes inverse dynamics triangular (Nori Property 1)."""
     t = np.asarray(triplets, dtype=float)
     tr, tc, ts, tv = t[:, 0].astype(np.int64), t[:, 1].astype(np.int64), t[:, 2].astype(np.int64), t[:, 3]
     K0 = sp.csr_matrix((tv * src_sample[ts], (tr, tc)), shape=(N, N))
     K0.sum_duplicates()
     rows, cols, blocks = block_triangular_order(K0, K0, pivots)
-    if col_body is None:
-        rows, cols = refine_blocks(K0, rows, cols, blocks)
-    else:
-        rows, cols = tree_order(rows, cols, blocks, np.asarray(col_body))
+    rows, cols = refine_blocks(K0, rows, cols, blocks)
     rpos, cpos = np.empty(N, np.int64), np.empty(N, np.int64)
     rpos[rows], cpos[cols] = np.arange(N), np.arange(N)
     keys = rpos[tr] * N + cpos[tc]

@@ -15,7 +15,7 @@ import heapq
 import numba as nb
 import numpy as np
 
-_JIT = dict(cache=True, nogil=True)
+_JIT = dict(cache=True, nogil=True, error_model="numpy")   # a zero pivot gives inf, not an exception
 
 
 def symbolic_lu(indptr: np.ndarray, indices: np.ndarray, n: int):

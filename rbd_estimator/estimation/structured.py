@@ -286,6 +286,8 @@ def _build(est) -> StructuredSolver:
             raise _NotApplicable("bodies are not in regular numbering")
     if lay.m_hard + lay.m_soft != lay.m:
         raise _NotApplicable("layout rows are not hard rows followed by sensor rows")
+    if cfg.external_wrenches:
+        raise _NotApplicable("known external wrenches are handled by the generic path")
     for name in ("_E", "_v", "_x", "_out", "_info", "_imu_buf", "_ft_buf", "_cells_buf", "_jt_buf", "_jofb",
                  "_a0", "_sol_col", "_imu_body", "_imu_E", "_imu_r", "_imu_chain", "plan"):
         if not hasattr(est, name):
