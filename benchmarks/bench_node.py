@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 
 import numpy as np

@@ -51,6 +51,7 @@ from std_msgs.msg import Float64MultiArray, String
 from .errors import ConfigError, IllPosedError, ModelError
 from .estimation import SensorConfig
 from .ros import convert
+from .ros.blas import limit_blas_threads
 from .ros import diagnostics as diag
 from .ros.inputs import SensorInputs
 from .ros.params import NEEDS_CONFIGURE, NEEDS_REACTIVATE, NODE_PARAMETERS, NodeSettings
@@ -677,6 +678,7 @@ def main(args=None) -> None:
     thread runs on its own (see the module docstring)."""
     rclpy.init(args=args)
     sys.setswitchinterval(0.0005)   # short GIL hand-overs: the tick thread interleaves with the others
+    limit_blas_threads(1)           # planning's dense LAPACK must not spin threads against the ticks
     node = EstimatorNode()
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)

@@ -18,7 +18,6 @@ configurations are needed (200 lifecycle cycles, configure failures), the small 
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import threading
 import time
@@ -266,9 +265,14 @@ class Ros:
 
 @pytest.fixture(scope="module")
 def ros():
+    # as the node's executable does: single-threaded BLAS, so planning does not spin threads
+    # against the tick thread and the publishers of this process (restored afterwards)
+    from rbd_estimator.ros.blas import limit_blas_threads, restore_blas_threads
+    previous = limit_blas_threads(1)
     r = Ros()
     yield r
     r.close()
+    restore_blas_threads(previous)
 
 
 class Sim:
@@ -312,6 +316,7 @@ class Sim:
 
     # ------------------------------------------------------------------ outputs
     def _on_tau(self, msg):
+        self.count = getattr(self, "count", 0) + 1
         self.torques[stamp_of(msg)] = (list(msg.name), np.array(msg.effort))
         self.all_values.append(np.array(msg.effort))
 
@@ -636,6 +641,11 @@ def test_reconfiguration_while_active(ros, humanoid):
         assert not result.successful and "nose" in result.reason
         result = ros.set_parameters(node, {"robot_description": xml + " "})
         assert not result.successful and "cleanup" in result.reason
+        result = ros.set_parameters(node, {"joint_states_topic": "other_joint_states"})
+        assert not result.successful and "deactivate" in result.reason
+        # node-only parameters that apply at once
+        assert ros.set_parameters(node, {"acceleration_cutoff_hz": 50.0}).successful
+        assert node._inputs.acc.cutoff_hz == 50.0
         assert node.get_parameter("contacts").value == ["l_foot", "r_foot", "l_hand"]
         for _ in range(3):
             sim.step(k)
@@ -805,6 +815,61 @@ def test_200_lifecycle_cycles_do_not_leak(ros, arm):
         node.wait_for_plans(30.0)
         after = rss_kb()
         assert ros.state(node) == "unconfigured"
+        print(f"RSS after 10 cycles {before} kB, after 200 cycles {after} kB ({100.0 * (after / before - 1):+.1f} %)")
         assert after < 1.10 * before, f"RSS grew from {before} kB to {after} kB"
     finally:
         ros.destroy(node)
+
+
+# ============================================================================ tick on a timer
+def test_timer_tick_uses_latest_samples_until_joint_states_time_out(ros, arm):
+    xml, est = arm
+    ns = unique_ns("timer")
+    node = ros.estimator(params_from_yaml(ARM_YAML, xml, tick="timer", rate_hz=100.0, joint_states_timeout=0.3,
+                                          oracle_every_n=0), ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure") and ros.transition(node, "activate")
+        sim = Sim(ros, node, Trajectory(est, seed=7), ns)
+        for k in range(2):
+            sim.publish_sensors(k)
+            sim.js.publish(sim.joint_state(k))
+            assert wait_until(lambda: node.input_counts()["joint_states"] == k + 1, 5.0)
+        stamp = sim.traj.stamp(1)
+        assert wait_until(lambda: getattr(sim, "count", 0) >= 5, 5.0)   # ticks without new joint states
+        assert set(sim.torques) == {stamp}                               # stamped with the joint state's stamp
+        assert sim.error(1) <= TOL
+        time.sleep(0.5)                                                  # joint states now older than 0.3 s
+        n = sim.count
+        time.sleep(0.2)
+        assert sim.count == n                                            # no estimate from stale joint states
+        lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v["stale_timer_ticks"]) > 0)
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)
+
+
+# ============================================================================ the derivative filter
+def test_derivative_filter_equations():
+    from rbd_estimator.ros.filters import DerivativeFilter
+    f = DerivativeFilter(2, cutoff_hz=20.0, max_gap=0.1)
+    a = np.array([1.5, -2.0])
+    t = np.cumsum([0, 1_000_000, 1_300_000, 700_000, 1_000_000])          # irregular stamps, ns
+    assert not f.update(int(t[0]), a * 0)                                  # the first sample only starts it
+    for tk in t[1:]:
+        assert f.update(int(tk), a * tk * 1e-9)
+        assert np.allclose(f.value, a, rtol=0, atol=1e-9)                  # a constant acceleration is exact
+    # a step in the finite difference: y_k = y_{k-1} + α (a_k − y_{k-1}), α = Δt / (Δt + 1/(2π f_c))
+    g = DerivativeFilter(1, cutoff_hz=20.0)
+    g.update(0, np.zeros(1))
+    g.update(1_000_000, np.zeros(1))                                       # y_1 = 0
+    g.update(2_000_000, np.array([1e-3]))                                  # a_2 = 1
+    alpha = 1e-3 / (1e-3 + 1 / (2 * np.pi * 20.0))
+    assert g.value[0] == pytest.approx(alpha)
+    assert not g.update(200_000_000, np.zeros(1))                          # a gap > max_gap restarts it
+    h = DerivativeFilter(1, cutoff_hz=0.0)                                 # 0 Hz: no low-pass
+    h.update(0, np.zeros(1))
+    h.update(1_000_000, np.array([2e-3]))
+    h.update(2_000_000, np.array([7e-3]))
+    assert h.value[0] == pytest.approx(5.0)

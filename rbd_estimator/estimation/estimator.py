@@ -8,6 +8,7 @@ with no interpreted loop over bodies and no allocation.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 import numba as nb
@@ -94,14 +95,16 @@ class Estimator:
         self._allocate()
         self._solver_mode = solver        # 'auto' | 'generic' | 'structured' (see structured.build)
         self._structured = structured.build(self)
+        if self._structured is not None:
+            self.plan = replace(self.plan, solver="structured")
 
     @classmethod
-    def from_urdf(cls, xml: str, config: SensorConfig, seed: int = 0) -> "Estimator":
+    def from_urdf(cls, xml: str, config: SensorConfig, seed: int = 0, solver: str = "auto") -> "Estimator":
         """Build the model from a URDF (floating base per the configuration, every configured
         force-torque joint kept) and plan."""
         joints = [ft.joint for ft in config.ft_sensors if ft.joint]
         model = RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=joints)
-        return cls(model, config, seed=seed)
+        return cls(model, config, seed=seed, solver=solver)
 
     # ------------------------------------------------------------------ names
     @property

@@ -39,8 +39,10 @@ _KIND_WORDS = {"a": "acceleration of", "f": "joint wrench into", "tau": "torque 
 
 @dataclass(frozen=True)
 class PlanReport:
-    """What the plan costs (``estimator.plan``). Operation counts are multiplications plus
-    additions; RNEA and ABA counts use the formulas quoted in Featherstone §6."""
+    """What the plan costs (``estimator.plan``). ``nnz``, ``fill_in`` and ``flops`` describe the
+    planned sparse LU of the generic path; when ``solver`` is ``'structured'`` the tick solves the
+    same problem by the tree reduction instead (see :mod:`.structured`). Operation counts are
+    multiplications plus additions; RNEA and ABA counts use the formulas quoted in Featherstone §6."""
     n_unknowns: int
     n_equations: int
     n_sensor_rows: int
@@ -54,10 +56,11 @@ class PlanReport:
     flops: int
     rnea_ops: int
     aba_ops: int
+    solver: str = "generic"   # the tick path: 'generic' (this factorisation) or 'structured'
 
     def summary(self) -> str:
         kind = "weighted least squares (KKT)" if self.redundant else "square"
-        return (f"{self.n_unknowns} unknowns, {self.n_equations} equations ({self.n_sensor_rows} sensor rows), "
+        return (f"[{self.solver} tick] {self.n_unknowns} unknowns, {self.n_equations} equations ({self.n_sensor_rows} sensor rows), "
                 f"{kind} system {self.system_size}×{self.system_size} with {self.nnz} nonzeros, fill-in "
                 f"{self.fill_in}, {self.n_blocks} diagonal blocks (largest {self.largest_block}), "
                 f"{self.flops} flops per estimate (RNEA {self.rnea_ops}, ABA {self.aba_ops})")
