@@ -578,6 +578,7 @@ def test_end_to_end_load_cells_and_slippery_feet(ros):
         assert max(errors) <= TOL, f"largest error {max(errors):.3g}"
         # a load-cell message with the wrong number of cells is rejected, counted, and ticks go on
         sim.cells["l_foot_cells"].publish(Float64MultiArray(data=[1.0, 2.0, 3.0]))
+        assert wait_until(lambda: node.input_rejections()["l_foot_cells"] == 1, 5.0)
         sim.step(12)
         assert sim.error(12) <= TOL
         lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v.get("l_foot_cells/rejected", 0)) >= 1)
@@ -687,28 +688,35 @@ def test_bad_input_is_rejected_counted_and_ticks_go_on(ros, humanoid):
         bad.append(("stamp_not_increasing", sim.joint_state(k, stamp_ns=sim.traj.stamp(k - 2))))
         for reason, msg in bad:
             before = node.input_counts()["joint_states"]
+            rejected_after_js = node.input_rejections()["joint_states"] + 1
             sim.js.publish(msg)
-            time.sleep(0.02)
+            assert wait_until(lambda: node.input_rejections()["joint_states"] == rejected_after_js, 5.0), reason
             assert node.input_counts()["joint_states"] == before     # rejected
             sim.step(k)                                                # the node keeps ticking
             assert sim.error(k) <= TOL
             k += 1
         # bad sensor samples: NaN IMU, infinite force, zero quaternion, stamp going back
         f = sim.traj.frame(k)
+        # (inputs keep only the latest sample: wait until each bad one has been taken and rejected)
+        def rejected_after(name, publish):
+            before = node.input_rejections()[name]
+            publish()
+            assert wait_until(lambda: node.input_rejections()[name] == before + 1, 5.0), name
+
         imu = Imu()
         imu.header.stamp = time_msg(f["stamp"])
         imu.orientation.w = 1.0
         imu.angular_velocity.x = float("nan")
-        sim.imu.publish(imu)
+        rejected_after("imu", lambda: sim.imu.publish(imu))
         imu2 = Imu()
         imu2.header.stamp = time_msg(f["stamp"])
         imu2.orientation.w = 0.0
-        sim.imu.publish(imu2)                                          # quaternion (0, 0, 0, 0)
+        rejected_after("imu", lambda: sim.imu.publish(imu2))          # quaternion (0, 0, 0, 0)
         w = f["readings"].ft[0].copy()
         w[2] = float("inf")
-        sim.ft_msg(est.ft_names[0], w, f["stamp"])
-        sim.ft_msg(est.ft_names[1], f["readings"].ft[1], sim.traj.stamp(0))   # older than accepted
-        time.sleep(0.05)
+        rejected_after(est.ft_names[0], lambda: sim.ft_msg(est.ft_names[0], w, f["stamp"]))
+        rejected_after(est.ft_names[1],                                  # older than the accepted one
+                       lambda: sim.ft_msg(est.ft_names[1], f["readings"].ft[1], sim.traj.stamp(0)))
         sim.step(k)
         assert sim.error(k) <= TOL
         lvl, msg, v = sim.latest_diagnostics(
@@ -873,3 +881,30 @@ def test_derivative_filter_equations():
     h.update(1_000_000, np.array([2e-3]))
     h.update(2_000_000, np.array([7e-3]))
     assert h.value[0] == pytest.approx(5.0)
+
+
+# ============================================================================ shipped models
+def test_shipped_models_load_in_both_libraries_and_are_up_to_date():
+    import subprocess
+    import sys
+
+    import pinocchio as pin
+
+    from rbd_estimator import RobotModel
+    gen = os.path.join(ROOT, "scripts", "make_humanoid_urdf.py")
+    assert subprocess.run([sys.executable, gen, "--check"], capture_output=True).returncode == 0, \
+        "urdf/*.urdf differ from scripts/make_humanoid_urdf.py: run it"
+    for path, floating, n_joints, n_ft in ((HUMANOID, True, 22, 6), (ARM, False, 6, 1)):
+        xml = read(path)
+        m = RobotModel.from_urdf(xml, floating_base=floating)    # validates masses and inertias
+        assert len(m.joint_names) == n_joints and len(m.ft_sensors) == n_ft
+        pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromXML(xml)
+        assert pm.nv == m.nv
+        if floating:                                             # (a fixed base's own mass is no body)
+            mass = sum(i.mass for i in pm.inertias)
+            assert abs(mass - sum(float(I[5, 5]) for I in m.inertias)) < 1e-9
+    assert 30.0 <= sum(i.mass for i in pin.buildModelFromXML(read(HUMANOID)).inertias) <= 40.0
+    m = RobotModel.from_urdf(read(HUMANOID), floating_base=True)
+    assert {"imu_link", "l_sole", "r_sole"} <= set(m.frames)
+    assert {s.name for s in m.ft_sensors} == {"l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor",
+                                               "r_foot_ft_sensor", "l_arm_ft_sensor", "r_arm_ft_sensor"}

@@ -1,6 +1,8 @@
 """Nori's estimation: system layout, sensor rows, the off-line plan and the on-line solve."""
 from .config import ContactConfig, FTConfig, ImuConfig, LoadCellConfig, SensorConfig
+from .calibration import CalibrationResult, SensorOffset, apply_offsets, calibrate_ft_offsets
 from .estimator import Estimate, Estimator, ImuSample
 
 __all__ = ["SensorConfig", "ImuConfig", "FTConfig", "ContactConfig", "LoadCellConfig",
-           "Estimator", "Estimate", "ImuSample"]
+           "Estimator", "Estimate", "ImuSample", "calibrate_ft_offsets", "apply_offsets",
+           "CalibrationResult", "SensorOffset"]

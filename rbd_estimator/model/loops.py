@@ -36,6 +36,7 @@ sub-dictionary per name::
         closure_coupler_xyz: [0.01, 0.0, -0.25]   # loop-closing revolute joint on the coupler (m)
         closure_output_xyz: [0.05, 0.0, 0.0]      # the same joint on the output link (m)
         closure_axis: [0.0, 1.0, 0.0]        # its axis in the coupler frame (default: the coupler's joint axis)
+        closure_output_axis: [0.0, 1.0, 0.0] # and in the output link frame (default: the output joint's axis)
         independent: knee_crank              # optional (default: input); may be the output joint
       hip_differential:
         type: linear_transmission            # q_dependent = ratio_matrix · q_independent
@@ -247,7 +248,8 @@ class FourBar(_Loop):
     """A four-bar linkage: input link, coupler (a child of the input link) and output link in the
     spanning tree, closed by a revolute joint between the coupler and the output link at
     ``closure_coupler_xyz`` (coupler frame) ≡ ``closure_output_xyz`` (output link frame), axis
-    ``closure_axis`` in the coupler frame (``None``: the coupler joint's axis)."""
+    ``closure_axis`` in the coupler frame (``None``: the coupler joint's axis) and
+    ``closure_output_axis`` in the output link frame (``None``: the output joint's axis)."""
     name: str
     input: str
     coupler: str
@@ -256,17 +258,19 @@ class FourBar(_Loop):
     closure_output_xyz: np.ndarray
     closure_axis: np.ndarray | None = None
     independent_joint: str = ""
+    closure_output_axis: np.ndarray | None = None
     kind = "four_bar"
 
     def __post_init__(self):
         _distinct((self.input, self.coupler, self.output), self.name)
         for attr in ("closure_coupler_xyz", "closure_output_xyz"):
             object.__setattr__(self, attr, _vector(getattr(self, attr), 3, f"loop '{self.name}': '{attr}'"))
-        if self.closure_axis is not None:
-            axis = _vector(self.closure_axis, 3, f"loop '{self.name}': 'closure_axis'")
-            if np.linalg.norm(axis) < 1e-9:
-                raise ModelError(f"loop '{self.name}': 'closure_axis' must be a non-zero vector")
-            object.__setattr__(self, "closure_axis", axis / np.linalg.norm(axis))
+        for attr in ("closure_axis", "closure_output_axis"):
+            if getattr(self, attr) is not None:
+                axis = _vector(getattr(self, attr), 3, f"loop '{self.name}': '{attr}'")
+                if np.linalg.norm(axis) < 1e-9:
+                    raise ModelError(f"loop '{self.name}': '{attr}' must be a non-zero vector")
+                object.__setattr__(self, attr, axis / np.linalg.norm(axis))
         if not self.independent_joint:
             object.__setattr__(self, "independent_joint", self.input)
         if self.independent_joint not in self.joints:
@@ -410,8 +414,9 @@ class LoopConfig:
                             p + "closure_coupler_xyz": lp.closure_coupler_xyz.tolist(),
                             p + "closure_output_xyz": lp.closure_output_xyz.tolist(),
                             p + "independent": lp.independent_joint})
-                if lp.closure_axis is not None:
-                    out[p + "closure_axis"] = lp.closure_axis.tolist()
+                for key in ("closure_axis", "closure_output_axis"):
+                    if getattr(lp, key) is not None:
+                        out[p + key] = getattr(lp, key).tolist()
         return out
 
 
@@ -421,7 +426,7 @@ _LOOP_FIELDS = {
     "link_and_rotor": {"joint", "rotor", "gear_ratio"},
     "belt_transmission": {"joints", "rotors", "gear_ratios", "belt_ratios", "ratio_matrix"},
     "four_bar": {"input", "coupler", "output", "closure_coupler_xyz", "closure_output_xyz", "closure_axis",
-                 "independent"},
+                 "closure_output_axis", "independent"},
     "linear_transmission": {"independent", "dependent", "ratio_matrix"},
 }
 
@@ -502,10 +507,10 @@ class _Parser:
         if kind == "linear_transmission":
             return LinearTransmission(n, need("independent", _name_list), need("dependent", _name_list),
                                       _vector(need("ratio_matrix", _raw), None, f"{what}: 'ratio_matrix'"))
-        axis = kw.get("closure_axis")
+        axes = {key: None if kw.get(key) is None else _vector(kw[key], 3, f"{what}: '{key}'")
+                for key in ("closure_axis", "closure_output_axis")}
         return FourBar(n, need("input", _name), need("coupler", _name), need("output", _name),
-                       need("closure_coupler_xyz", _raw), need("closure_output_xyz", _raw),
-                       closure_axis=None if axis is None else _vector(axis, 3, f"{what}: 'closure_axis'"),
+                       need("closure_coupler_xyz", _raw), need("closure_output_xyz", _raw), **axes,
                        independent_joint=_name(kw["independent"], what, "independent") if "independent" in kw else "")
 
 

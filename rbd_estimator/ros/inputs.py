@@ -148,14 +148,14 @@ class SensorInputs:
         self.gyro.set_cutoff(settings.acceleration_cutoff_hz)
         self.acc.max_gap = self.gyro.max_gap = settings.max_sample_gap
         self.joint_states.timeout_ns = int(settings.joint_states_timeout * 1e9)
-        old, self.slots = self.slots, {}
+        old, slots = self.slots, {}
 
         def slot(name, kind, topic, timeout, size):
             s = old.get(name)
             if s is None or s.kind != kind or s.topic != topic or len(s.value) != size:
                 s = Slot(name, kind, topic, timeout, size)
             s.timeout_ns = int(timeout * 1e9)
-            self.slots[name] = s
+            slots[name] = s
 
         if config.imu is not None:
             slot("imu", "imu", config.imu.topic or default_topic("imu", "imu"), config.imu.timeout, 0)
@@ -165,6 +165,7 @@ class SensorInputs:
             slot(c.name, "load_cell", c.topic or default_topic("load_cell", c.name), c.timeout, len(c.positions))
         for j in config.joint_torque_sensors:
             slot(j, "joint_torque", settings.joint_torque_source(), settings.joint_torque_timeout, 1)
+        self.slots = slots
         self.use_angular_acceleration = bool(config.imu is not None and config.imu.use_angular_acceleration)
         self._jt_index = {j: self.joint_names.index(j) for j in config.joint_torque_sensors
                           if j in self.joint_names}
