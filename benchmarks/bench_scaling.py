@@ -67,16 +67,11 @@ def main():
           f"python {platform.python_version()}")
     rows = []
     sizes = [n for n in (10, 20, 50, 100, 200, 300, 500) if n <= args.max_bodies]
+    trees = {int(round(np.log2(n + 1))) for n in sizes}
     for topo in ("serial chain", "balanced tree"):
-        for n in sizes:
-            if topo == "serial chain":
-                parents = serial_chain(n)
-            else:
-                m = int(round(np.log2(n + 1)))
-                parents = balanced_binary_tree(m)
-            xml, soles = tree_urdf(parents, seed=n, ft_leaves=2 if topo == "balanced tree" else 1)
-            if topo == "serial chain":       # a chain has one leaf: add a second foot on the root side
-                pass
+        for parents in ([serial_chain(n) for n in sizes] if topo == "serial chain"
+                        else [balanced_binary_tree(m) for m in sorted(trees)]):
+            xml, soles = tree_urdf(parents, seed=len(parents), ft_leaves=2 if topo == "balanced tree" else 1)
             t = time.perf_counter()
             est = Estimator.from_urdf(xml, config(soles))
             plan_s = time.perf_counter() - t

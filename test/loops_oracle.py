@@ -13,9 +13,9 @@ declarations, not from our constraint code:
   :meth:`LoopPair.pin_constraint_dynamics` also runs pinocchio's own ``constraintDynamics`` with a
   ``CONTACT_3D`` ``RigidConstraintModel`` per loop.
 
-Constrained forward dynamics of the oracle is the KKT system ``[M Kᵀ; K 0] [q̈; −λ] = [τ − b; k]``
-with ``M`` (``crba``) and ``b`` (``rnea`` at ``q̈ = 0``) from pinocchio, after dropping the
-linearly dependent rows of ``K`` (a planar four-bar closed by a 3-D point constraint has rank 2).
+Constrained forward dynamics of the oracle is pinocchio's ``forwardDynamics(q, v, τ, J, γ)``, the
+KKT system ``[M Jᵀ; J 0] [q̈; −λ] = [τ − b; −γ]`` on its own ``M`` and ``b``, with ``J``, ``γ = −k``
+the independent rows of ``K``, ``k`` (a planar four-bar closed by a 3-D point constraint has rank 2).
 """
 from __future__ import annotations
 
@@ -155,17 +155,23 @@ class LoopPair:
         return M[np.ix_(self.v_map, self.v_map)], np.asarray(b)[self.v_map]
 
     def kkt_forward_dynamics(self, q, v, tau_tree):
-        """Constrained ``q̈`` from pinocchio's ``M``, ``b`` and the oracle's ``K``, ``k`` (KKT)."""
-        M, b = self.mass_and_bias(q, v)
+        """Constrained ``q̈`` by pinocchio's ``forwardDynamics(model, data, q, v, τ, J, γ)`` (the KKT
+        system on its own ``M`` and ``b``) with ``J``, ``γ = −k`` the oracle's independent rows."""
+        K, k = self.independent_rows(q, v)
+        J = np.zeros((K.shape[0], self.pm.nv))
+        J[:, self.v_map] = K
+        ddq = pin.forwardDynamics(self.pm, self.pd, self.q_pin(q), self.v_pin(v), self.v_pin(tau_tree), J, -k, 0.0)
+        return self.v_ours(ddq)
+
+    def independent_rows(self, q, v):
+        """``(U_rᵀ K, U_rᵀ k)`` with ``U_r`` the left singular vectors of ``K`` of non-zero singular
+        value: the same constraints without the redundant rows of planar closures."""
         K, k = self.constraint_rows(q, v)
-        if len(K):
-            U, s, Vt = np.linalg.svd(K, full_matrices=False)
-            r = int(np.sum(s > 1e-10 * s[0]))
-            K, k = Vt[:r] * s[:r, None], U[:, :r].T @ k                # U_rᵀ K, U_rᵀ k: independent rows
-        n, c = M.shape[0], K.shape[0]
-        A = np.block([[M, K.T], [K, np.zeros((c, c))]])
-        sol = np.linalg.solve(A, np.concatenate([tau_tree - b, k]))
-        return sol[:n]
+        if not len(K):
+            return K, k
+        U, s, Vt = np.linalg.svd(K, full_matrices=False)
+        r = int(np.sum(s > 1e-10 * s[0]))
+        return Vt[:r] * s[:r, None], U[:, :r].T @ k
 
     def pin_constraint_dynamics(self, q, v, tau_tree, mu: float = 1e-12, iters: int = 200):
         """``q̈`` from pinocchio's ``constraintDynamics`` (proximal, tight settings) with one

@@ -412,6 +412,23 @@ def test_bad_four_bar_and_cycles_name_the_loop():
                                                                 G=lambda q: np.ones((2, 2))),)))
 
 
+def test_four_bar_stays_on_its_assembly_branch():
+    """Closing the four-bar from y alone follows the reference branch: over a full turn of the
+    crank (a Grashof crank-rocker) the knee angle is continuous and periodic."""
+    xml, loops, _ = example("four_bar_knee")
+    t = ClusterTree.build(RobotModel.from_urdf(xml), loops)
+    m = t.model
+    crank = list(t.y_q_idx).index(m.q_idx[m.body_joint_names.index("knee_crank")])
+    knee = m.q_idx[m.body_joint_names.index("knee")]
+    angles = []
+    for a in np.linspace(-np.pi, np.pi, 73):
+        y = t.y_from_q(t.q_reference)
+        y[crank] = a
+        angles.append(spanning_state(t, y)[0][knee])
+    assert np.max(np.abs(np.diff(angles))) < 0.1 and abs(angles[0] - angles[-1]) < 1e-9
+    assert -1.2 < min(angles) < -0.5 and 0.5 < max(angles) < 1.2     # a rocker, not a full turn
+
+
 def test_four_bar_out_of_reach_raises():
     xml, loops, _ = example("four_bar_knee")
     t = ClusterTree.build(RobotModel.from_urdf(xml), loops)
