@@ -7,8 +7,8 @@ Lifecycle (``rclpy`` managed node; drive it with ``ros2 lifecycle set`` or a lau
   with :meth:`SensorConfig.from_parameters`, plans the estimator (the off-line work), builds the
   pinocchio cross-check and creates the output publishers (lifecycle publishers: they publish
   only while active) and ``/diagnostics``. Plans for the loss of any single sensor are then
-  prepared by a background thread (``prepare_fallbacks``). Any failure returns FAILURE with one log line saying what is
-  wrong and what to change, and leaves nothing built.
+  prepared by a background thread (``prepare_fallbacks``). Any failure returns FAILURE with one
+  log line saying what is wrong and what to change, and leaves nothing built.
 * **activate** creates the input subscriptions (and the tick timer with ``tick: timer``);
   **deactivate** destroys them; **cleanup** releases plans, publishers and the cross-check;
   **shutdown** does whatever of this is needed from any state.
@@ -490,10 +490,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             r = plan.estimator.estimate(
                 inp.q, inp.dq, inp.acc.value,
                 imu=inp.imu if plan.has_imu else None,
-                ft={n: slots[n].value for n in plan.ft_names} if plan.ft_names else None,
+                ft=inp.ft_for(plan.ft_names),
                 load_cells={n: slots[n].value for n in plan.load_cell_names} if plan.load_cell_names else None,
-                joint_torques=({n: slots[n].value[0] for n in plan.joint_torque_names}
-                               if plan.joint_torque_names else None))
+                joint_torques=inp.joint_torques_for(plan.joint_torque_names))
         except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
             self._estimate_failures += 1
             self._no_output += 1

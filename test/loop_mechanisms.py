@@ -160,7 +160,8 @@ def mit_leg():
         joint("ankle", "shank", "foot", (0.0, 0.0, -0.2785), axis=(0, 1, 0)),
     ]
     bodies = {
-        "hip_rz_rotor": rotor_body("pelvis", (-0.00842837, -0.082, -0.041593), (0, 0, 1), SMALL_ROTOR, (0, pitch_rz, 0)),
+        "hip_rz_rotor": rotor_body("pelvis", (-0.00842837, -0.082, -0.041593), (0, 0, 1), SMALL_ROTOR,
+                                   (0, pitch_rz, 0)),
         "hip_rx_rotor": rotor_body("hip_rz_link", (-0.0827, 0.0, -0.066436), (1, 0, 0), SMALL_ROTOR, (0, pitch_rx, 0)),
         "hip_ry_rotor": rotor_body("hip_rx_link", (0.071, 0.024, 0.0), (0, 1, 0), LARGE_ROTOR, (0, pitch_ry, 0)),
         "knee_rotor": rotor_body("thigh", (0.013, -0.0497, -0.0178), (0, 1, 0), LARGE_ROTOR),

@@ -34,7 +34,8 @@ def with_extra_bodies(xml: str, bodies) -> str:
     parts = []
     for b in bodies:
         I = [[repr(float(x)) for x in row] for row in b.inertia]
-        parts.append(f'''  <link name="{b.name}"><inertial><origin xyz="{f(b.com)}" rpy="0 0 0"/><mass value="{float(b.mass)!r}"/>
+        parts.append(f'''  <link name="{b.name}"><inertial><origin xyz="{f(b.com)}" rpy="0 0 0"/>
+    <mass value="{float(b.mass)!r}"/>
     <inertia ixx="{I[0][0]}" ixy="{I[0][1]}" ixz="{I[0][2]}" iyy="{I[1][1]}" iyz="{I[1][2]}" izz="{I[2][2]}"/>
   </inertial></link>
   <joint name="{b.name}" type="revolute"><parent link="{b.parent}"/><child link="{b.name}"/>

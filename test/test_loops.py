@@ -17,7 +17,8 @@ import pinocchio as pin
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from loop_mechanisms import four_bar_knee, humanoid_rotors, mit_leg, rotor_chain, rotor_torque_errors  # noqa: E402
+from loop_mechanisms import (four_bar_knee, humanoid_rotors, mechanism_chains, mit_leg, rotor_chain,  # noqa: E402
+                             rotor_torque_errors)
 from loops_oracle import LoopPair  # noqa: E402
 from oracle import rel_err  # noqa: E402
 
@@ -104,6 +105,20 @@ def test_forward_dynamics_matches_pinocchio(pair):
     assert worst_k <= 1e-9, worst_k
 
 
+@pytest.mark.parametrize("kind", ["link_and_rotor", "belt", "four_bar"])
+def test_deep_chains_stay_accurate(kind):
+    """32 sub-mechanisms in series (§VI-A systems): CE-ABA agrees with pinocchio's constrained
+    dynamics; round-off must not grow from cluster to cluster (see ``ce_aba._symmetric``)."""
+    p = LoopPair(*mechanism_chains(kind, 32))
+    rng = np.random.default_rng(21)
+    for _ in range(2):
+        y, dy, _ = p.random_state(rng, scale=0.3)
+        q, v, _ = spanning_state(p.tree, y, dy)
+        tau_tree = rng.normal(size=p.tree.nv)
+        assert rel_err(ce_aba(p.tree, q, v, tau_tree, state="spanning"),
+                       p.kkt_forward_dynamics(q, v, tau_tree)) <= 1e-8
+
+
 def test_spanning_inputs_match_independent_inputs(pair):
     """Algorithm 1's input options: (q, q̇, τ_tree) give the same q̈ as (y, ẏ, τ)."""
     t = pair.tree
@@ -158,6 +173,29 @@ def test_remote_rotor_and_nested_loops_match_pinocchio():
             assert rel_err(ddq, p.kkt_forward_dynamics(q, v, p.tau_tree(tau))) <= 1e-8
             if cfg is nested:                                       # same system as the belt declaration
                 assert rel_err(ddq, ce_aba(belt.tree, y, dy, tau, output="spanning")) <= 1e-12
+
+
+def test_cluster_across_a_force_torque_sensor():
+    """A knee rotor on the hip-pitch link of the floating-base humanoid: the cluster takes in the
+    thigh, a 0-DoF body behind the kept force-torque joint, and still matches pinocchio."""
+    xml, loops, _ = example("humanoid")
+    bodies = tuple(b if b.name != "l_knee_rotor" else type(b)(
+        b.name, "l_hip_pitch_link", b.axis, b.mass, np.array([0.0, 0.05, -0.1]), b.rpy, b.com, b.inertia)
+        for b in loops.bodies)
+    p = LoopPair(xml, LoopConfig(bodies=bodies, loops=loops.loops), floating_base=True)
+    m = p.tree.model
+    c = p.tree.cluster_of(m.body_names.index("l_shank"))
+    assert {m.body_names[i] for i in c.bodies} == {"l_thigh", "l_shank", "l_knee_rotor"}
+    assert m.joint_dofs[m.body_names.index("l_thigh")] == 0 and c.nv == 2 and c.ny == 1
+    assert m.body_names[c.output_body] == "l_hip_pitch_link"
+    rng = np.random.default_rng(22)
+    for _ in range(10):
+        y, dy, tau = p.random_state(rng)
+        q, v, _ = spanning_state(p.tree, y, dy)
+        assert rel_err(ce_aba(p.tree, y, dy, tau, output="spanning"),
+                       p.kkt_forward_dynamics(q, v, p.tau_tree(tau))) <= 1e-8
+        ddy = ce_aba(p.tree, y, dy, tau)
+        assert rel_err(ce_rnea(p.tree, y, dy, ddy), tau) <= 1e-9
 
 
 def test_generic_explicit_loop_and_chained_gears():
@@ -446,3 +484,18 @@ def test_four_bar_out_of_reach_raises():
     with pytest.raises(ModelError):
         ClusterTree.build(RobotModel.from_urdf(xml), far)
     assert issubclass(LoopClosureError, ValueError)
+
+
+def test_loops_from_sensor_configuration(tmp_path):
+    """Loops inline in the sensor configuration's parameters, or in a companion file named by
+    'loops_file' (relative to the parameter file); SensorConfig keeps these keys in .node."""
+    from rbd_estimator.estimation.config import SensorConfig
+    import shutil
+    shutil.copy(os.path.join(DATA, "mit_leg.yaml"), tmp_path / "leg_loops.yaml")
+    expected = LoopConfig.from_yaml(os.path.join(DATA, "mit_leg.yaml")).to_parameters()
+    cfg = SensorConfig.from_dict(dict(floating_base=False, loops_file="leg_loops.yaml"))
+    assert LoopConfig.from_sensor_parameters(cfg.node, str(tmp_path)).to_parameters() == expected
+    cfg = SensorConfig.from_dict(dict(mit_leg()[1], floating_base=False))
+    assert LoopConfig.from_sensor_parameters(cfg.node).to_parameters() == expected
+    with pytest.raises(ModelError, match="not both"):
+        LoopConfig.from_sensor_parameters(dict(cfg.node, loops_file="leg_loops.yaml"), str(tmp_path))

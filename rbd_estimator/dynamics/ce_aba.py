@@ -62,7 +62,7 @@ def ce_aba(tree: ClusterTree, q, dq, tau, f_ext=None, *, state: str = "independe
         if c.parent >= 0:                                           # line 6
             Ia = IA[k] - U[k] @ Dinv[k] @ U[k].T                    # line 7, (60)
             pa = pA[k] + Ia @ Jk.Sdy + U[k] @ Dinv[k] @ u[k]        # line 8, (60)
-            IA[c.parent] += Jk.Xc.T @ Ia @ Jk.Xc                    # line 9, (59): ˡX*_k Iᵃ ᵏX_ℓ
+            IA[c.parent] += _symmetric(Jk.Xc.T @ Ia @ Jk.Xc)        # line 9, (59): ˡX*_k Iᵃ ᵏX_ℓ
             pA[c.parent] += Jk.Xc.T @ pa                            # line 10, (59)
 
     a = [None] * NC
@@ -103,6 +103,13 @@ def _check(x, n: int, name: str, kind: str) -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} has non-finite entries")
     return x
+
+
+def _symmetric(A: np.ndarray) -> np.ndarray:
+    """``(A + Aᵀ)/2``. Articulated inertias are symmetric; without this, the round-off asymmetry of
+    ``U D⁻¹ Uᵀ`` is amplified from cluster to cluster (by ~3× per belt cluster in a deep chain,
+    1e-3 relative error in ``ÿ`` after 32 clusters; 1e-11 with it)."""
+    return 0.5 * (A + A.T)
 
 
 def _inv(D: np.ndarray) -> np.ndarray:

@@ -147,28 +147,33 @@ def closure_residual(tree: ClusterTree, r: ResolvedLoop, q: np.ndarray) -> np.nd
     return _closure(tree, r, q)[0]
 
 
-def _path_kinematics(tree: ClusterTree, r: ResolvedLoop, q, dq=None):
-    """For the bodies of the loop below its ground link (root fixed): ⁱX_root, the Jacobians
-    ``J_i`` (6 × n_loop, body coordinates) and, with ``dq``, ``v_i`` and the velocity-product
-    accelerations ``a_i`` at ``q̈ = 0`` (Featherstone eq. 3a: ``a_i = ⁱX_λ a_λ + v_i × S_i q̇_i``)."""
+def _path_kinematics(tree: ClusterTree, r: ResolvedLoop, q):
+    """For the bodies of the loop below its ground link (the root, held fixed): ``ⁱX_λ(i)``,
+    ``ⁱX_root`` and the Jacobians ``J_i`` (6 × n_loop, body coordinates, ``v_i = J_i q̇_loop``)."""
     m, cl = tree.model, r.closure
-    n = len(r.bodies)
-    X, J, v, a = {}, {}, {}, {}
     root = cl["root"]
-    X[root], J[root], v[root], a[root] = np.eye(6), np.zeros((6, n)), np.zeros(6), np.zeros(6)
+    Xup, X, J = {}, {root: np.eye(6)}, {root: np.zeros((6, len(r.bodies)))}
     for i in sorted(cl["path"]):
         p = int(m.parents[i])
-        Xup = joint_transform(m, i, q)
-        S = motion_subspace(m, i)
-        j = r.bodies.index(i)
-        X[i] = Xup @ X[p]
-        J[i] = Xup @ J[p]
-        J[i][:, j] += S[:, 0]
-        if dq is not None:
-            vJ = S[:, 0] * dq[r.v[j]]
-            v[i] = Xup @ v[p] + vJ
-            a[i] = Xup @ a[p] + crm(v[i]) @ vJ
-    return X, J, v, a
+        Xup[i] = joint_transform(m, i, q)
+        X[i] = Xup[i] @ X[p]
+        J[i] = Xup[i] @ J[p]
+        J[i][:, r.bodies.index(i)] += motion_subspace(m, i)[:, 0]
+    return Xup, X, J
+
+
+def _path_velocities(tree: ClusterTree, r: ResolvedLoop, Xup: dict, dq):
+    """``v_i`` and the velocity-product accelerations ``a_i`` at ``q̈ = 0`` of the loop's bodies,
+    root fixed (Featherstone eq. 3a: ``a_i = ⁱX_λ a_λ + v_i × S_i q̇_i``)."""
+    m, cl = tree.model, r.closure
+    root = cl["root"]
+    v, a = {root: np.zeros(6)}, {root: np.zeros(6)}
+    for i in sorted(cl["path"]):
+        p = int(m.parents[i])
+        vJ = motion_subspace(m, i)[:, 0] * dq[r.v[r.bodies.index(i)]]
+        v[i] = Xup[i] @ v[p] + vJ
+        a[i] = Xup[i] @ a[p] + crm(v[i]) @ vJ
+    return v, a
 
 
 def _frame(X: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -181,18 +186,16 @@ def _frame(X: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return E, origin + E.T @ p, rot(E.T) @ xlt(p)
 
 
-def _closure(tree, r, q, dq=None):
+def _closure(tree, r, q):
+    """``φ(q)`` and the closure kinematics: axes ``na``, ``nb`` and point Jacobians ``Ja``, ``Jb``
+    (6 × n_loop, ``[ω; v_point]`` in root coordinates), with ``Φ_a``, ``Φ_b`` and ``ⁱX_λ(i)``."""
     cl = r.closure
-    X, J, v, a = _path_kinematics(tree, r, q, dq)
+    Xup, X, J = _path_kinematics(tree, r, q)
     Ea, pa, Pa = _frame(X[cl["a"]], cl["pa"])
     Eb, pb, Pb = _frame(X[cl["b"]], cl["pb"])
     na, nb = Ea.T @ cl["na"], Eb.T @ cl["nb"]                        # closure axis, both sides
-    phi = np.concatenate([pa - pb, np.cross(na, nb)])
-    Ja, Jb = Pa @ J[cl["a"]], Pb @ J[cl["b"]]
-    kin = dict(na=na, nb=nb, Ja=Ja, Jb=Jb)
-    if dq is not None:
-        kin.update(Va=Pa @ v[cl["a"]], Vb=Pb @ v[cl["b"]], Aa=Pa @ a[cl["a"]], Ab=Pb @ a[cl["b"]])
-    return phi, kin
+    phi = np.concatenate([pa - pb, _cross(na, nb)])
+    return phi, dict(na=na, nb=nb, Ja=Pa @ J[cl["a"]], Jb=Pb @ J[cl["b"]], Pa=Pa, Pb=Pb, Xup=Xup)
 
 
 def _close(tree, r, q, max_iter: int, max_step: float = 0.2) -> None:
@@ -227,7 +230,7 @@ def _closure_jacobian(kin) -> np.ndarray:
     """∂φ/∂q: point velocities, and ``d(n_a × n_b) = (ω_a × n_a) × n_b + n_a × (ω_b × n_b)``."""
     na, nb, Ja, Jb = kin["na"], kin["nb"], kin["Ja"], kin["Jb"]
     lin = Ja[3:] - Jb[3:]
-    ang = np.column_stack([np.cross(np.cross(Ja[:3, j], na), nb) + np.cross(na, np.cross(Jb[:3, j], nb))
+    ang = np.column_stack([_cross(_cross(Ja[:3, j], na), nb) + _cross(na, _cross(Jb[:3, j], nb))
                            for j in range(Ja.shape[1])])
     return np.vstack([lin, ang])
 
@@ -252,19 +255,27 @@ def _four_bar_explicit(tree, r, q, dq):
     if dq is None:
         return Gl, None
     dq[r.v[r.dep]] = Gl @ dq[r.v[r.ind]]
-    _, kin = _closure(tree, r, q, dq)
-    wa, wb = kin["Va"][:3], kin["Vb"][:3]
-    acc_a = kin["Aa"][3:] + np.cross(wa, kin["Va"][3:])             # classical point accelerations
-    acc_b = kin["Ab"][3:] + np.cross(wb, kin["Vb"][3:])
+    v, a = _path_velocities(tree, r, kin["Xup"], dq)
+    cl = r.closure
+    Va, Vb = kin["Pa"] @ v[cl["a"]], kin["Pb"] @ v[cl["b"]]        # [ω; v_point], root coordinates
+    Aa, Ab = kin["Pa"] @ a[cl["a"]], kin["Pb"] @ a[cl["b"]]        # [ω̇; a'_point] at q̈ = 0
+    wa, wb = Va[:3], Vb[:3]
+    acc_a = Aa[3:] + _cross(wa, Va[3:])                             # classical point accelerations
+    acc_b = Ab[3:] + _cross(wb, Vb[3:])
     k = -np.concatenate([acc_a - acc_b,
-                         T @ (kin["Aa"][:3] - kin["Ab"][:3]) + np.cross(wa, T) @ (wa - wb)])
+                         T @ (Aa[:3] - Ab[:3]) + np.array([_cross(wa, t) for t in T]) @ (wa - wb)])
     return Gl, Kd_pinv @ k
 
 
 def _perpendicular(n: np.ndarray) -> np.ndarray:
     """2 × 3: two unit rows orthogonal to the unit vector ``n`` and to each other."""
     e = np.eye(3)[int(np.argmin(np.abs(n)))]
-    t1 = np.cross(n, e)
+    t1 = _cross(n, e)
     t1 /= np.linalg.norm(t1)
-    return np.vstack([t1, np.cross(n, t1)])
+    return np.vstack([t1, _cross(n, t1)])
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a × b`` for 3-vectors (numpy's ``cross`` costs ~10× more on such small arrays)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 

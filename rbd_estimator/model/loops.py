@@ -2,7 +2,8 @@
 
 URDF describes trees only. The loops of actuation sub-mechanisms — geared rotors, belt
 transmissions, differentials, four-bar linkages — are declared beside it, in the sensor
-configuration or in a companion YAML file with the same keys, and :class:`ClusterTree` (in
+configuration or in a companion YAML file with the same keys (named by the parameter
+``loops_file``, see :meth:`LoopConfig.from_sensor_parameters`), and :class:`ClusterTree` (in
 :mod:`rbd_estimator.model.clusters`) turns the URDF tree plus these declarations into the cluster
 tree of §II-D. ROS 2 parameters cannot hold lists of dictionaries, so, as in
 :class:`~rbd_estimator.estimation.config.SensorConfig`, every group is a list of names plus one
@@ -359,6 +360,25 @@ class LoopConfig:
     def from_parameters(cls, flat: dict) -> "LoopConfig":
         """From flat, dotted ROS parameter names (``loop.knee_drive.gear_ratio`` …)."""
         return _Parser(flat).config()
+
+    @classmethod
+    def from_sensor_parameters(cls, flat: dict, base_dir: str | None = None) -> "LoopConfig":
+        """From the flat parameters of the sensor configuration (e.g. ``SensorConfig.node``, which
+        keeps the keys it does not know): the loops inline, or ``loops_file: path/to/loops.yaml``
+        (relative paths from ``base_dir``, normally the parameter file's folder), not both."""
+        path = flat.get("loops_file", "")
+        inline = any(k in flat for k in ("loops", "bodies")) or any(k.startswith(("loop.", "body.")) for k in flat)
+        if not path:
+            return cls.from_parameters(flat)
+        if not isinstance(path, str):
+            raise ModelError(f"parameter 'loops_file' must be a path, got {path!r}")
+        if inline:
+            raise ModelError("declare loops either inline ('loops', 'loop.*', 'bodies', 'body.*') or in "
+                             "'loops_file', not both")
+        import os
+        if base_dir and not os.path.isabs(path):
+            path = os.path.join(base_dir, path)
+        return cls.from_yaml(path)
 
     @classmethod
     def from_yaml(cls, path, node_name: str | None = None) -> "LoopConfig":

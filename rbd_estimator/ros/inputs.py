@@ -165,6 +165,18 @@ class SensorInputs:
             slot(c.name, "load_cell", c.topic or default_topic("load_cell", c.name), c.timeout, len(c.positions))
         for j in config.joint_torque_sensors:
             slot(j, "joint_torque", settings.joint_torque_source(), settings.joint_torque_timeout, 1)
+        # force-torque readings and joint torques as rows of one array each, in configuration order,
+        # so a tick hands the estimator contiguous arrays without copying (its fast path)
+        self.ft_names = tuple(s.name for s in config.ft_sensors)
+        self.ft_matrix = np.zeros((len(self.ft_names), 6))
+        for i, n in enumerate(self.ft_names):
+            self.ft_matrix[i] = slots[n].value
+            slots[n].value = self.ft_matrix[i]
+        self.jt_names = tuple(config.joint_torque_sensors)
+        self.jt_vector = np.zeros(len(self.jt_names))
+        for i, n in enumerate(self.jt_names):
+            self.jt_vector[i] = slots[n].value[0]
+            slots[n].value = self.jt_vector[i:i + 1]
         self.slots = slots
         self.use_angular_acceleration = bool(config.imu is not None and config.imu.use_angular_acceleration)
         self._jt_index = {j: self.joint_names.index(j) for j in config.joint_torque_sensors
@@ -304,6 +316,21 @@ class SensorInputs:
 
     def ddq(self) -> np.ndarray:
         return self.acc.value
+
+    def ft_for(self, names) -> np.ndarray | None:
+        """``(len(names), 6)`` readings in ``names`` order (no copy for the full set)."""
+        if not names:
+            return None
+        if names == self.ft_names:
+            return self.ft_matrix
+        return np.stack([self.slots[n].value for n in names])
+
+    def joint_torques_for(self, names) -> np.ndarray | None:
+        if not names:
+            return None
+        if names == self.jt_names:
+            return self.jt_vector
+        return np.array([self.slots[n].value[0] for n in names])
 
 
 _EMPTY = frozenset()
