@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test"))
 from trees import balanced_binary_tree, serial_chain, tree_urdf  # noqa: E402
 
 from rbd_estimator import RobotModel  # noqa: E402
+from rbd_estimator.model.cost import cost  # noqa: E402
 from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig  # noqa: E402
 from rbd_estimator.estimation.forward import SparseForwardDynamics  # noqa: E402
 
@@ -94,11 +95,16 @@ def plot_scaling(rows, out):
         ax[1].plot([x[2] for x in r], [x[3] for x in r], "o-", label=topo)
     ax[0].set(xlabel="bodies", ylabel="estimate median (µs)", title="per-estimate time")
     ax[1].set(xlabel="bodies", ylabel="plan (s)", title="plan time")
+    save(fig, ax, out, "scaling.png")
+
+
+def save(fig, ax, out, name):
+    """Grid, legends, layout, and save the figure under ``out``."""
     for a in ax:
         a.grid(True)
         a.legend()
     fig.tight_layout()
-    path = os.path.join(out, "scaling.png")
+    path = os.path.join(out, name)
     fig.savefig(path, dpi=100)
     print("saved", path)
 
@@ -118,17 +124,11 @@ def nori_figures(out, sizes):
         fd.append(f.lu.flops)
         parents = [-1] + serial_chain(n - 1)
         xml2, soles2 = tree_urdf(parents, seed=n, ft_leaves=1)
-        xml2 = xml2.replace('<link name="root">', '<link name="root">', 1)
-        est = None
-        try:
-            est = Estimator.from_urdf(xml2, config(soles2 + ["root"][:0], load_cells=True))
-        except Exception:
-            est = None
-        from rbd_estimator.model.cost import cost
+        est = Estimator.from_urdf(xml2, config(soles2, load_cells=True))
         c = cost(m)
         aba_ops.append(sum(c.aba))
         rnea_ops.append(sum(c.rnea))
-        est_ops.append(est.plan.flops if est is not None else np.nan)
+        est_ops.append(est.plan.flops)
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     ax[0].plot(ns, fd, "o-", label="sparse LU (planned)")
     ax[0].plot(ns, aba_ops, "s-", label="ABA (McMillan-Orin formula)")
@@ -136,13 +136,7 @@ def nori_figures(out, sizes):
     ax[1].plot(ns, est_ops, "o-", label="sparse LU, load cells, slippery foot")
     ax[1].plot(ns, rnea_ops, "s-", label="RNEA formula (no sensors)")
     ax[1].set(title="Estimation, serial chain (cf. Nori Fig. 2)", xlabel="N_B", ylabel="flops")
-    for a in ax:
-        a.grid(True)
-        a.legend()
-    fig.tight_layout()
-    path = os.path.join(out, "nori_fig1_fig2.png")
-    fig.savefig(path, dpi=100)
-    print("saved", path)
+    save(fig, ax, out, "nori_fig1_fig2.png")
     for n, a, b, c_, d in zip(ns, fd, aba_ops, est_ops, rnea_ops):
         print(f"N_B {n:4d}  FD sparse LU {a:8d}  ABA {b:8d}  estimate {c_:10.0f}  RNEA {d:8d}")
 

@@ -57,6 +57,7 @@ from .ros.inputs import SensorInputs
 from .ros.params import NEEDS_CONFIGURE, NEEDS_REACTIVATE, NODE_PARAMETERS, NodeSettings
 from .ros.plans import PlanSet, PlanWorker
 from .ros.stats import RollingStats
+from .ros.tick import TickCore
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 
@@ -216,7 +217,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         with self._lock, self._tick_lock:
             self._inputs.reset()
-            self._last_missing = None
+            self._core.last_missing = None
             self._status = (diag.OK, "active, waiting for joint states")
             self._create_subscriptions()
             if self._settings.tick == "timer":
@@ -285,15 +286,13 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._wrench_pubs: dict = {}
         self._diag_pub = self._diag_timer = self._tick_timer = None
         self._latency = RollingStats(4096)
-        self._ticks = self._outputs = self._no_output = self._estimate_failures = self._nonfinite_outputs = 0
+        self._core = TickCore(self._on_missing_changed, self._request_plan, self._on_estimate_failure)
         self._stale_ticks = 0
         self._oracle_checks = 0
         self._oracle_residual = self._oracle_base_residual = float("nan")
         self._oracle_error = ""
         self._status = (diag.OK, "unconfigured")
         self._missing = frozenset()
-        self._last_missing = None
-        self._plan_in_use = None
         self._tick_on_js = True
         self._jt_from_js = False
 
@@ -469,51 +468,30 @@ class EstimatorNode(LifecycleNodeMixin, Node):
 
     # ================================================================== the tick
     def _tick(self, now: int, stamp, t_in: float) -> None:
+        """The shared tick (:class:`~rbd_estimator.ros.tick.TickCore`, also run by the offline replay),
+        then publishing and the cross-check."""
         if self._pending is not None:
             self._try_swap()
-        self._ticks += 1
-        inp, plans = self._inputs, self._plans
-        missing = inp.missing(now)
-        plan, reason = plans.lookup(missing)
-        key = (missing, plan is None, reason)
-        if key != self._last_missing:
-            self._last_missing = key
-            self._on_missing_changed(missing, plan, reason)
-        if plan is None:
-            if reason is None and plans.request(missing):
-                self._worker.submit(partial(plans.prepare, missing))
-            self._no_output += 1
+        out = self._core.tick(self._inputs, self._plans, now)
+        if out is None:
             return
-        self._plan_in_use = plan
-        slots = inp.slots
-        try:
-            r = plan.estimator.estimate(
-                inp.q, inp.dq, inp.acc.value,
-                imu=inp.imu if plan.has_imu else None,
-                ft=inp.ft_for(plan.ft_names),
-                load_cells={n: slots[n].value for n in plan.load_cell_names} if plan.load_cell_names else None,
-                joint_torques=inp.joint_torques_for(plan.joint_torque_names))
-        except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
-            self._estimate_failures += 1
-            self._no_output += 1
-            self.get_logger().warning(f"estimate failed ({type(exc).__name__}: {exc}); nothing published "
-                                      f"this tick", throttle_duration_sec=1.0)
-            return
-        tau, wrenches = r.tau, r.contact_wrenches
-        if not (np.isfinite(tau).all() and np.isfinite(wrenches).all()):
-            self._nonfinite_outputs += 1
-            self._no_output += 1
-            return
-        convert.fill_joint_torques(self._torque_msg, stamp, tau)
+        plan, r = out
+        convert.fill_joint_torques(self._torque_msg, stamp, r.tau)
         self._torque_pub.publish(self._torque_msg)
-        for (pub, msg), w in zip(self._wrench_list, wrenches):
+        for (pub, msg), w in zip(self._wrench_list, r.contact_wrenches):
             convert.fill_wrench(msg, stamp, w)
             pub.publish(msg)
-        self._outputs += 1
         n = self._settings.oracle_every_n
-        if self._oracle is not None and n and self._outputs % n == 0:
-            self._cross_check(plan, r, inp)
+        if self._oracle is not None and n and self._core.outputs % n == 0:
+            self._cross_check(plan, r, self._inputs)
         self._latency.add(time.perf_counter() - t_in)
+
+    def _request_plan(self, plans, missing) -> None:
+        self._worker.submit(partial(plans.prepare, missing))
+
+    def _on_estimate_failure(self, exc) -> None:
+        self.get_logger().warning(f"estimate failed ({type(exc).__name__}: {exc}); nothing published "
+                                  f"this tick", throttle_duration_sec=1.0)
 
     def _on_missing_changed(self, missing, plan, reason) -> None:
         self._missing = missing
@@ -628,7 +606,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._sync_contact_publishers()
         if self._active:
             self._sync_sensor_subscriptions()
-        self._last_missing = None
+        self._core.last_missing = None
         if old is not None and old is not pending.plans:
             old.close()
         self.get_logger().info("reconfigured: the new sensor set is in use")
@@ -642,10 +620,11 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         values = {"state": self._state, "status": message}
         plans, inp = self._plans, self._inputs
         if plans is not None:
-            plan = self._plan_in_use or plans.main
+            plan = self._core.plan_in_use or plans.main
             values["active_plan"] = "full" if not plan.missing else "without " + ", ".join(sorted(plan.missing))
-        values.update(ticks=self._ticks, outputs=self._outputs, ticks_without_output=self._no_output,
-                      estimate_failures=self._estimate_failures, nonfinite_outputs=self._nonfinite_outputs,
+        core = self._core
+        values.update(ticks=core.ticks, outputs=core.outputs, ticks_without_output=core.no_output,
+                      estimate_failures=core.estimate_failures, nonfinite_outputs=core.nonfinite_outputs,
                       stale_timer_ticks=self._stale_ticks)
         lat = self._latency.summary()
         values.update(tick_latency_median_ms=lat["median"] * 1e3, tick_latency_p99_ms=lat["p99"] * 1e3,

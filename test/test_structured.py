@@ -18,32 +18,14 @@ import numpy as np
 import pytest
 from groundtruth import GroundTruth
 from oracle import urdf_xml
+from test_estimator import FEET, ICUB_FT, icub_config, talos_config  # noqa: F401
 from trees import tree_urdf
 
 from rbd_estimator import ConfigError, RobotModel
 from rbd_estimator.estimation import Estimator, SensorConfig
 
-ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
-           "l_arm_ft_sensor", "r_arm_ft_sensor"]
-FEET = dict(contacts=["l_foot", "r_foot"], contact=dict(l_foot=dict(frame="l_sole"), r_foot=dict(frame="r_sole")))
 CELLS = dict(positions_x=[0.05, 0.05, -0.03, -0.03], positions_y=[0.02, -0.02, 0.02, -0.02])
 BIPED = [-1, 0, 1, -1, 3, 4, -1, 6]          # two 3-link legs (FT sensor and sole on each foot), one 2-link arm
-
-
-def icub_config(**over):
-    params = dict(floating_base=True, imu=dict(frame="root_link"), ft_sensors=ICUB_FT, **FEET)
-    params.update(over)
-    return SensorConfig.from_dict(params)
-
-
-def talos_config():
-    ft = {"l_ankle_ft": "leg_left_sole_fix_joint", "r_ankle_ft": "leg_right_sole_fix_joint",
-          "l_wrist_ft": "wrist_left_ft_joint", "r_wrist_ft": "wrist_right_ft_joint"}
-    return SensorConfig.from_dict(dict(
-        floating_base=True, imu=dict(frame="imu_link", use_angular_acceleration=True),
-        ft_sensors=list(ft), ft={k: dict(joint=j) for k, j in ft.items()},
-        contacts=["l_foot", "r_foot"],
-        contact=dict(l_foot=dict(frame="left_sole_link"), r_foot=dict(frame="right_sole_link"))))
 
 
 def biped_slippery_config():

@@ -1,0 +1,92 @@
+"""One tick of the estimator node, without ROS: the code path the live node and the offline replay share.
+
+A tick takes the latest accepted samples (:class:`~rbd_estimator.ros.inputs.SensorInputs`), decides
+which sensors are fresh at ``now`` (the receipt time on the node's clock, compared with each
+sensor's ``timeout``), looks up the plan for the sensors that are missing
+(:class:`~rbd_estimator.ros.plans.PlanSet`), runs the estimate and checks that its result is
+finite. Publishing, diagnostics and the pinocchio cross-check stay with the caller:
+
+* :class:`rbd_estimator.node.EstimatorNode` calls :meth:`TickCore.tick` from its joint-state
+  callback (or timer) and publishes the result;
+* :mod:`rbd_estimator.replay` calls it for the messages of a rosbag2 recording, with the recording's
+  receive times as ``now``, and writes the result to a new bag.
+
+So both run literally the same validation, filters, freshness rules and estimate.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class TickCore:
+    """Counters and the tick itself (see the module docstring).
+
+    ``on_missing_changed(missing, plan, reason)`` is called when the set of missing sensors (or the
+    availability of its plan) changes; ``request_plan(plans, missing)`` when a sensor loss has no
+    plan yet (the node plans it in the background; the replay plans it at once);
+    ``on_estimate_failure(exc)`` when an estimate raises.
+    """
+
+    __slots__ = ("ticks", "outputs", "no_output", "estimate_failures", "nonfinite_outputs", "last_missing",
+                 "plan_in_use", "on_missing_changed", "request_plan", "on_estimate_failure")
+
+    def __init__(self, on_missing_changed=None, request_plan=None, on_estimate_failure=None):
+        self.on_missing_changed = on_missing_changed
+        self.request_plan = request_plan
+        self.on_estimate_failure = on_estimate_failure
+        self.reset_counters()
+
+    def reset_counters(self) -> None:
+        self.ticks = self.outputs = self.no_output = self.estimate_failures = self.nonfinite_outputs = 0
+        self.last_missing = None
+        self.plan_in_use = None
+
+    def tick(self, inputs, plans, now: int):
+        """Estimate from the latest samples at node time ``now`` (ns). Returns ``(plan, result)``
+        (``result.tau``, ``result.contact_wrenches`` in the plan's joint and contact order), or
+        None when nothing is to be published this tick (no plan for the missing sensors, a failed
+        estimate, a non-finite result)."""
+        self.ticks += 1
+        missing = inputs.missing(now)
+        plan, reason = plans.lookup(missing)
+        if plan is None and reason is None and plans.request(missing):
+            if self.request_plan is not None:
+                self.request_plan(plans, missing)
+            plan, reason = plans.lookup(missing)
+        key = (missing, plan is None, reason)
+        if key != self.last_missing:
+            self.last_missing = key
+            if self.on_missing_changed is not None:
+                self.on_missing_changed(missing, plan, reason)
+        if plan is None:
+            self.no_output += 1
+            return None
+        self.plan_in_use = plan
+        slots = inputs.slots
+        try:
+            r = plan.estimator.estimate(
+                inputs.q, inputs.dq, inputs.acc.value,
+                imu=inputs.imu if plan.has_imu else None,
+                ft=inputs.ft_for(plan.ft_names),
+                load_cells={n: slots[n].value for n in plan.load_cell_names} if plan.load_cell_names else None,
+                joint_torques=inputs.joint_torques_for(plan.joint_torque_names))
+        except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
+            self.estimate_failures += 1
+            self.no_output += 1
+            if self.on_estimate_failure is not None:
+                self.on_estimate_failure(exc)
+            return None
+        tau, wrenches = r.tau, r.contact_wrenches
+        if not (_finite(tau) and _finite(wrenches)):
+            self.nonfinite_outputs += 1
+            self.no_output += 1
+            return None
+        self.outputs += 1
+        return plan, r
+
+
+def _finite(a) -> bool:
+    return bool(np.isfinite(a).all())
+
+
+__all__ = ["TickCore"]
