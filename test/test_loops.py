@@ -175,6 +175,29 @@ def test_remote_rotor_and_nested_loops_match_pinocchio():
                 assert rel_err(ddq, ce_aba(belt.tree, y, dy, tau, output="spanning")) <= 1e-12
 
 
+def test_four_bar_coupler_as_extra_body():
+    """A URDF without the coupler rod: the coupler is declared by inertia and axis on the input link
+    (so the YAML gives both revolute joints of the coupler and their positions)."""
+    import re
+    from loop_mechanisms import box_inertia
+    xml, loops = four_bar_knee()
+    xml = re.sub(r'  <link name="coupler">.*?</link>\n', "", xml, flags=re.S)
+    xml = re.sub(r'  <joint name="knee_coupler".*?</joint>\n', "", xml, flags=re.S)
+    I = box_inertia(0.1, 0.01, 0.01, 0.25)
+    loops["bodies"].append("knee_coupler")
+    loops["body"]["knee_coupler"] = dict(parent="crank", xyz=[0.04, 0.0, 0.0], axis=[0.0, 1.0, 0.0], mass=0.1,
+                                         com=[0.005, 0.0, -0.125], inertia=[I[0, 0], 0, 0, I[1, 1], 0, I[2, 2]])
+    p, ref = LoopPair(xml, loops), LoopPair(*four_bar_knee())
+    rng = np.random.default_rng(23)
+    for _ in range(10):
+        y, dy, tau = p.random_state(rng)
+        q, v, _ = spanning_state(p.tree, y, dy)
+        ddy = ce_aba(p.tree, y, dy, tau)
+        assert rel_err(ce_aba(p.tree, y, dy, tau, output="spanning"), p.kkt_forward_dynamics(q, v, p.tau_tree(tau))) \
+            <= 1e-8
+        assert rel_err(ddy, ce_aba(ref.tree, y, dy, tau)) <= 1e-10      # the same mechanism
+
+
 def test_cluster_across_a_force_torque_sensor():
     """A knee rotor on the hip-pitch link of the floating-base humanoid: the cluster takes in the
     thigh, a 0-DoF body behind the kept force-torque joint, and still matches pinocchio."""

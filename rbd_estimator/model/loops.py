@@ -33,6 +33,7 @@ sub-dictionary per name::
         type: four_bar
         input: knee_crank                    # tree joint of the input link (the independent coordinate)
         coupler: knee_coupler                # tree joint of the coupler, carried by the input link
+                                             # (a URDF joint, or an extra body on the input link)
         output: knee                         # tree joint of the output link
         closure_coupler_xyz: [0.01, 0.0, -0.25]   # loop-closing revolute joint on the coupler (m)
         closure_output_xyz: [0.05, 0.0, 0.0]      # the same joint on the output link (m)

@@ -282,7 +282,9 @@ class SensorInputs:
             return False
         f, m = msg.wrench.force, msg.wrench.torque
         vals = (f.x, f.y, f.z, m.x, m.y, m.z)
-        if not all(math.isfinite(v) for v in vals):
+        # a finite sum means finite terms (an inf or nan term makes the sum inf or nan): one test
+        # for the common case, the exact one only when the sum is not finite
+        if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
             return slot.reject("non_finite")
         t = stamp_ns(msg.header.stamp)
         if not slot.check_stamp(t):

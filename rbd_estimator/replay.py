@@ -1,0 +1,521 @@
+"""Offline replay of rosbag2 recordings (MCAP or sqlite3) through the estimator node's tick logic.
+
+    rbd-estimator replay INPUT OUTPUT --params config.yaml [--robot-description URDF] [--plot FILE]
+
+Reads the joint-state, IMU, force-torque and load-cell topics the node would subscribe to with the
+same parameters, feeds every message, in the recording's order, to the same
+:class:`~rbd_estimator.ros.inputs.SensorInputs` (validation, derivative filters, latest samples)
+and :class:`~rbd_estimator.ros.tick.TickCore` (freshness against the sensor timeouts, plan for the
+missing sensors, estimate) the live node uses, and writes the input topics plus the estimate topics
+(``<namespace>/<node>/joint_torques``, ``<namespace>/<node>/contact_wrenches/<contact>``) to a new
+bag. Reading and writing use the ``rosbags`` package: no ROS installation is needed.
+
+Time: the node's clock ("now", against which freshness is measured) is the time the recorder
+received each message (the bag's log time), as the live node uses the middleware's receipt time.
+Estimates are written at the log time of the joint state that triggered them (``tick:
+joint_states``) or of the timer tick (``tick: timer``: ticks at ``rate_hz`` from the first message
+on), stamped with the joint state's header stamp like the node's. Two differences with a live node,
+both on purpose: a sensor loss without a plan yet is planned at once (the live node plans it in the
+background and publishes nothing meanwhile), and the pinocchio cross-check and ``/diagnostics`` are
+not run.
+
+A recording that ends in the middle of a record, or whose bytes are corrupt, stops the replay with a
+:class:`ReplayError`-style message in :attr:`ReplaySummary.error`; the output bag is always closed,
+so what was replayed up to that point is a valid bag.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ConfigError
+from .estimation import SensorConfig
+from .ros import cdr
+from .ros.inputs import SensorInputs, stamp_ns
+from .ros.params import NodeSettings
+from .ros.plans import PlanSet
+from .ros.tick import TickCore
+
+
+class ReplayError(RuntimeError):
+    """The replay cannot start (input bag unreadable, parameters, robot description)."""
+
+
+@dataclass
+class ReplaySummary:
+    """What a replay did (see :meth:`text`)."""
+    input: str
+    output: str
+    messages_read: int = 0
+    messages_written: int = 0
+    ticks: int = 0
+    estimates: int = 0
+    stale_timer_ticks: int = 0
+    received: dict = field(default_factory=dict)      # input → accepted samples
+    rejected: dict = field(default_factory=dict)      # input → {reason: count}
+    undecodable: dict = field(default_factory=dict)   # topic → messages whose bytes did not decode
+    bag_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    loop_seconds: float = 0.0                          # the message loop only (without planning)
+    salvage: str = ""                                  # set when the input was read by the salvage scanner
+    error: str = ""
+
+    @property
+    def speed(self) -> float:
+        """Recorded seconds replayed per wall-clock second of the message loop (reading, ticks, writing;
+        without the planning at start)."""
+        return self.bag_seconds / self.loop_seconds if self.loop_seconds > 0 else float("nan")
+
+    def text(self) -> str:
+        lines = [f"replayed {self.input} -> {self.output}",
+                 f"  messages read: {self.messages_read}, written: {self.messages_written}",
+                 f"  ticks: {self.ticks}, estimates written: {self.estimates}"
+                 + (f", stale timer ticks: {self.stale_timer_ticks}" if self.stale_timer_ticks else ""),
+                 f"  {self.bag_seconds:.3f} s of recording replayed in {self.loop_seconds:.2f} s "
+                 f"({self.speed:.1f}x real time; {self.wall_seconds:.2f} s in all, with planning)"]
+        lines.append("  samples accepted / rejected per input:")
+        for name in self.received:
+            rej = self.rejected.get(name, {})
+            total = sum(rej.values())
+            why = " (" + ", ".join(f"{k}: {v}" for k, v in sorted(rej.items())) + ")" if total else ""
+            lines.append(f"    {name:<24}{self.received[name]:>8} / {total}{why}")
+        for topic, n in self.undecodable.items():
+            lines.append(f"  {topic}: {n} messages could not be decoded (skipped)")
+        if self.salvage:
+            lines.append(f"  NOTE: {self.salvage}")
+        if self.error:
+            lines.append(f"  ERROR: {self.error}")
+        return "\n".join(lines)
+
+
+def resolve(topic: str, namespace: str, node_name: str) -> str:
+    """A topic name as the node would resolve it in ``namespace`` (``~`` is the node's private one)."""
+    ns = "/" + namespace.strip("/") if namespace.strip("/") else ""
+    if topic.startswith("~"):
+        return f"{ns}/{node_name}" + topic[1:]
+    if topic.startswith("/"):
+        return topic
+    return f"{ns}/{topic}"
+
+
+class Replayer:
+    """The node's tick logic over recorded messages (see the module docstring).
+
+    ``config`` is a :class:`SensorConfig` whose ``node`` part holds the node parameters (as
+    :meth:`SensorConfig.from_yaml` reads them from the node's parameter file).
+    """
+
+    def __init__(self, xml: str, config: SensorConfig, namespace: str = "/", node_name: str = "rbd_estimator",
+                 collect: bool = False):
+        self.config = config
+        self.settings = NodeSettings.from_parameters(config.node)
+        self.plans = PlanSet(xml, config, PlanSet.plan(xml, config))
+        est = self.plans.main.estimator
+        self.joint_names, self.contact_names = est.joint_names, est.contact_names
+        self.inputs = SensorInputs(est.joint_names, config, self.settings)
+        self.core = TickCore(request_plan=lambda plans, missing: plans.prepare(missing))
+        s = self.settings
+        self.namespace, self.node_name = namespace, node_name
+        r = lambda t: resolve(t, namespace, node_name)  # noqa: E731
+        self.js_topic = r(s.joint_states_topic)
+        self.jt_from_js = bool(config.joint_torque_sensors) and s.joint_torque_source() == s.joint_states_topic
+        # topic → (message type, handler(msg, now))
+        self.handlers: dict = {self.js_topic: (cdr.JOINT_STATE, self._on_joint_state)}
+        if config.joint_torque_sensors and not self.jt_from_js:
+            self.handlers[r(s.joint_torque_source())] = (cdr.JOINT_STATE, self.inputs.on_joint_torques)
+        for name, slot in self.inputs.slots.items():
+            if slot.kind == "imu":
+                self.handlers[r(slot.topic)] = (cdr.IMU, self.inputs.on_imu)
+            elif slot.kind == "ft":
+                self.handlers[r(slot.topic)] = (cdr.WRENCH_STAMPED, _bind(self.inputs.on_wrench, name))
+            elif slot.kind == "load_cell":
+                self.handlers[r(slot.topic)] = (cdr.FLOAT64_MULTI_ARRAY, _bind(self.inputs.on_load_cells, name))
+        self.torque_topic = r("~/joint_torques")
+        self.wrench_topics = [r(f"~/contact_wrenches/{c}") for c in est.contact_names]
+        self._tau_enc = cdr.JointTorquesEncoder(est.joint_names)
+        self._w_enc = [cdr.WrenchStampedEncoder(f) for f in est.contact_frames]
+        self.tick_on_js = s.tick == "joint_states"
+        self.period_ns = int(round(1e9 / s.rate_hz))
+        self._next_timer = None
+        self._emit = None
+        self.collect = collect
+        self.times, self.stamps, self.tau, self.wrenches = [], [], [], []
+        self.stale_timer_ticks = 0
+
+    # ------------------------------------------------------------------ the node's callbacks
+    def _on_joint_state(self, msg, now: int) -> bool:
+        ready = self.inputs.on_joint_state(msg, now)
+        if self.jt_from_js:
+            self.inputs.on_joint_torques(msg, now)
+        if ready and self.tick_on_js:
+            self._tick(now, stamp_ns(msg.header.stamp))
+        return ready
+
+    def _timer_until(self, now: int) -> None:
+        """Timer ticks (``tick: timer``) due before ``now``, as the node's timer at ``rate_hz``."""
+        if self._next_timer is None:
+            self._next_timer = now
+        js = self.inputs.joint_states
+        while self._next_timer < now:
+            t = self._next_timer
+            self._next_timer += self.period_ns
+            if not js.ready or not js.fresh(t):
+                self.stale_timer_ticks += 1
+                continue
+            self._tick(t, js.stamp_ns)
+
+    def _tick(self, now: int, stamp: int) -> None:
+        out = self.core.tick(self.inputs, self.plans, now)
+        if out is None:
+            return
+        _, r = out
+        sec, nsec = stamp // 1_000_000_000, stamp % 1_000_000_000
+        if self._emit is not None:
+            self._emit(0, now, self._tau_enc.encode(sec, nsec, r.tau))
+            for i, (enc, w) in enumerate(zip(self._w_enc, r.contact_wrenches)):
+                self._emit(i + 1, now, enc.encode(sec, nsec, w))
+        if self.collect:
+            self.times.append(now)
+            self.stamps.append(stamp)
+            self.tau.append(np.array(r.tau))
+            self.wrenches.append(np.array(r.contact_wrenches))
+
+    def feed(self, topic: str, msg, now: int) -> None:
+        """One decoded message received at ``now`` (ns) on ``topic`` (resolved name)."""
+        if not self.tick_on_js:
+            self._timer_until(now)
+        h = self.handlers.get(topic)
+        if h is not None:
+            h[1](msg, now)
+
+    def finish(self, now: int) -> None:
+        """The end of the recording (timer ticks up to its last message)."""
+        if not self.tick_on_js:
+            self._timer_until(now + 1)
+
+    # ------------------------------------------------------------------ results
+    def input_stats(self):
+        inp = self.inputs
+        received = {"joint_states": inp.joint_states.received}
+        rejected = {"joint_states": dict(inp.joint_states.rejected)}
+        for k, s in inp.slots.items():
+            received[k] = s.received
+            rejected[k] = dict(s.rejected)
+        return received, rejected
+
+    def results(self) -> dict:
+        """Collected estimates (``collect=True``): ``times`` (log time, ns), ``stamps`` (header stamps,
+        ns), ``tau`` (ticks × joints), ``wrenches`` (ticks × contacts × 6)."""
+        nj, nc = len(self.joint_names), len(self.contact_names)
+        return dict(times=np.array(self.times, dtype=np.int64), stamps=np.array(self.stamps, dtype=np.int64),
+                    tau=np.array(self.tau).reshape(-1, nj), wrenches=np.array(self.wrenches).reshape(-1, nc, 6),
+                    joint_names=self.joint_names, contact_names=self.contact_names)
+
+
+def _bind(fn, name):
+    return lambda msg, now: fn(name, msg, now)
+
+
+# ============================================================================ bags
+STORAGES = ("mcap", "sqlite3")
+
+
+def _storage_of(path: str, storage: str | None) -> str:
+    if storage:
+        if storage not in STORAGES:
+            raise ReplayError(f"unknown storage '{storage}': use one of {', '.join(STORAGES)}")
+        return storage
+    return "sqlite3" if path.rstrip("/").endswith((".db3", "_sqlite3", ".sqlite3")) else "mcap"
+
+
+def read_description(reader, topic: str) -> str | None:
+    """The last ``std_msgs/String`` on ``topic`` in the bag (robot_state_publisher's description)."""
+    conns = [c for c in reader.connections if c.topic == topic and c.msgtype == cdr.STRING]
+    text = None
+    if not conns:
+        return None
+    try:
+        for _, _, raw in reader.messages(connections=conns):
+            text = cdr.decode(cdr.STRING, raw).data
+    except Exception:  # noqa: BLE001 - a damaged recording: the description read before the damage will do
+        if text is None:
+            raise
+    return text
+
+
+def _open_input(path: str, summary: ReplaySummary):
+    """A rosbags ``Reader``; for an MCAP recording that rosbags cannot open (cut short: no footer,
+    no summary, or no metadata.yaml), the sequential :class:`~rbd_estimator.ros.mcap_salvage.McapSalvageReader`."""
+    from rosbags.rosbag2 import Reader
+
+    try:
+        reader = Reader(path)
+        reader.open()
+        return reader
+    except Exception as exc:  # noqa: BLE001 - rosbags raises several types for unreadable bags
+        first = f"{type(exc).__name__}: {exc}"
+    from .ros.mcap_salvage import McapSalvageReader
+    if os.path.isdir(path):
+        files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".mcap"))
+    else:
+        files = [path] if path.endswith(".mcap") else []
+    if len(files) == 1:
+        try:
+            reader = McapSalvageReader(files[0])
+        except Exception as exc:  # noqa: BLE001
+            raise ReplayError(f"cannot open input bag '{path}': {first}; reading its MCAP file sequentially "
+                              f"failed too: {exc}") from None
+        summary.salvage = (f"rosbags cannot open '{path}' ({first}): read sequentially up to the damage "
+                           f"({reader.message_count} complete messages)")
+        return reader
+    raise ReplayError(f"cannot open input bag '{path}': {first}. Is it a rosbag2 directory (metadata.yaml plus "
+                      f".mcap or .db3 files)?")
+
+
+def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str | None = None, *,
+               storage: str | None = None, compress: bool = True, namespace: str = "/",
+               node_name: str = "rbd_estimator", collect: bool = False, progress=None):
+    """Replay ``input_path`` into a new bag ``output_path`` (a directory; it must not exist).
+
+    ``xml``: the URDF; None takes the ``robot_description`` parameter of ``config`` or, when empty,
+    the recording's ``robot_description_topic``. ``storage``: ``mcap`` (default; zstd-compressed
+    chunks with ``compress``) or ``sqlite3`` (default when ``output_path`` ends in ``.db3``).
+    ``progress(done, total)`` is called now and then. Returns ``(summary, replayer)``; a truncated or
+    corrupt recording sets ``summary.error`` (the output holds what was replayed and is a valid bag).
+    Raises :class:`ReplayError` when the replay cannot start.
+    """
+    from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    t_start = time.perf_counter()
+    settings = NodeSettings.from_parameters(config.node)
+    storage = _storage_of(output_path, storage)
+    if os.path.exists(output_path):
+        raise ReplayError(f"output '{output_path}' exists already: choose a new path (a bag is a directory)")
+    summary = ReplaySummary(input=input_path, output=output_path)
+    reader = _open_input(input_path, summary)
+    try:
+        if xml is None:
+            xml = settings.robot_description if settings.robot_description.strip() else None
+        if xml is None:
+            topic = resolve(settings.robot_description_topic, namespace, node_name)
+            try:
+                xml = read_description(reader, topic)
+            except Exception as exc:  # noqa: BLE001
+                raise ReplayError(f"cannot read the robot description from '{topic}' in the bag: {exc}") from None
+            if not xml:
+                raise ReplayError(f"no robot description: the parameter 'robot_description' is empty and the bag "
+                                  f"has no std_msgs/String on '{topic}'. Pass --robot-description URDF")
+        try:
+            rep = Replayer(xml, config, namespace=namespace, node_name=node_name, collect=collect)
+        except Exception as exc:  # noqa: BLE001 - planning errors say what to change
+            raise ReplayError(f"cannot plan the estimator: {type(exc).__name__}: {exc}") from None
+        wanted = dict(rep.handlers)
+        desc_topic = resolve(settings.robot_description_topic, namespace, node_name)
+        outputs = {rep.torque_topic, *rep.wrench_topics}
+        copy = [c for c in reader.connections
+                if (c.topic in wanted or c.topic == desc_topic) and c.topic not in outputs]
+        for c in copy:
+            if c.topic in wanted and c.msgtype != wanted[c.topic][0]:
+                raise ReplayError(f"topic '{c.topic}' has type {c.msgtype} in the bag; the estimator reads "
+                                  f"{wanted[c.topic][0]} there")
+        ts = get_typestore(Stores.ROS2_JAZZY)
+        writer = Writer(output_path, version=9,
+                        storage_plugin=StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3)
+        if storage == "mcap" and compress:
+            writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+        writer.open()
+    except BaseException:
+        reader.close()
+        raise
+    first = last = None
+    try:
+        out_conn = {}
+        for c in copy:
+            key = (c.topic, c.msgtype)
+            if key in out_conn:
+                continue
+            md = c.msgdef.data if getattr(c, "msgdef", None) is not None else ""
+            if md and c.digest:
+                out_conn[key] = writer.add_connection(c.topic, c.msgtype, msgdef=md, rihs01=c.digest,
+                                                      offered_qos_profiles=c.ext.offered_qos_profiles)
+            else:
+                out_conn[key] = writer.add_connection(c.topic, c.msgtype, typestore=ts,
+                                                      offered_qos_profiles=c.ext.offered_qos_profiles)
+        est_conns = [writer.add_connection(rep.torque_topic, cdr.JOINT_STATE, typestore=ts)]
+        est_conns += [writer.add_connection(t, cdr.WRENCH_STAMPED, typestore=ts) for t in rep.wrench_topics]
+        wr = _fast_write(writer)
+        counter = [0]
+
+        def emit(i, t, data):
+            wr(est_conns[i], t, data)
+            counter[0] += 1
+
+        rep._emit = emit
+        conns = {c.id: (out_conn[(c.topic, c.msgtype)], c.topic,
+                        cdr.DECODERS[c.msgtype] if c.topic in wanted else None) for c in copy}
+        total = sum(c.msgcount for c in copy) or reader.message_count
+        n = written = 0
+        decode_errors = {}
+        t_loop = time.perf_counter()
+        try:
+            for conn, t, raw in reader.messages(connections=copy):
+                n += 1
+                if first is None:
+                    first = t
+                last = t
+                oc, topic, dec = conns[conn.id]
+                wr(oc, t, raw)
+                written += 1
+                if dec is not None:
+                    try:
+                        msg = dec(raw)
+                    except Exception:  # noqa: BLE001 - an undecodable message is skipped and counted
+                        decode_errors[topic] = decode_errors.get(topic, 0) + 1
+                        continue
+                    rep.feed(topic, msg, t)
+                if progress is not None and not n & 1023:
+                    progress(n, total)
+        except Exception as exc:  # noqa: BLE001 - truncated or corrupt storage
+            summary.error = (f"input bag '{input_path}' is truncated or corrupt: reading stopped after "
+                             f"{n} messages ({type(exc).__name__}: {exc}). The output holds the replay up to "
+                             f"that point")
+        else:
+            if last is not None:
+                rep.finish(last)
+        summary.loop_seconds = time.perf_counter() - t_loop
+        if progress is not None:
+            progress(n, total)
+        summary.messages_read = n
+        summary.messages_written = written + counter[0]
+        summary.undecodable = decode_errors
+    finally:
+        writer.close()
+        reader.close()
+    summary.ticks, summary.estimates = rep.core.ticks, rep.core.outputs
+    summary.stale_timer_ticks = rep.stale_timer_ticks
+    summary.received, summary.rejected = rep.input_stats()
+    summary.bag_seconds = (last - first) * 1e-9 if first is not None else 0.0
+    summary.wall_seconds = time.perf_counter() - t_start
+    return summary, rep
+
+
+_MCAP_MESSAGE = struct.Struct("<BQHIQQ")    # opcode 0x05, record length, channel, sequence, log/publish time
+
+
+def _fast_write(writer):
+    """``writer.write`` without its per-message membership check (every connection used here was
+    created by this writer). For rosbags' MCAP storage, the message record is also packed in one
+    call (the same bytes its ``write`` produces: opcode, length, channel id, sequence 0, log and
+    publish time, data); other storages, or a rosbags whose MCAP writer looks different, take
+    the storage's own ``write``."""
+    storage, counts = writer.storage, writer.counts
+    chunk_limit = 2 ** 20
+    fast = (type(storage).__name__ == "McapWriter"
+            and all(hasattr(storage, a) for a in ("chunk", "channel_stats", "close_chunk", "message_start_time",
+                                                  "message_end_time"))
+            and all(hasattr(storage.chunk, a) for a in ("bio", "msgs", "message_start_time", "message_end_time")))
+    pack = _MCAP_MESSAGE.pack
+
+    def write(conn, t, data):
+        if fast:
+            cid = conn.id
+            if t < storage.message_start_time:
+                storage.message_start_time = t
+            if t > storage.message_end_time:
+                storage.message_end_time = t
+            storage.channel_stats[cid] += 1
+            chunk = storage.chunk
+            if t < chunk.message_start_time:
+                chunk.message_start_time = t
+            if t > chunk.message_end_time:
+                chunk.message_end_time = t
+            bio = chunk.bio
+            chunk.msgs[cid].append((t, bio.tell()))
+            bio.write(pack(0x05, 22 + len(data), cid, 0, t, t))
+            bio.write(data)
+            if bio.tell() > chunk_limit:
+                storage.close_chunk()
+        else:
+            storage.write(conn, t, data)
+        counts[conn.id] += 1
+        if t < writer.min_timestamp:
+            writer.min_timestamp = t
+        if t > writer.max_timestamp:
+            writer.max_timestamp = t
+    return write
+
+
+def load_config(params_path: str, node_name: str | None = None) -> SensorConfig:
+    try:
+        return SensorConfig.from_yaml(params_path, node_name)
+    except ConfigError as exc:
+        raise ReplayError(f"invalid parameter file: {exc}") from None
+
+
+# ============================================================================ plot
+def plot(results: dict, path: str, max_joints: int = 6) -> None:
+    """Torques (up to ``max_joints``, the largest) and contact forces/torques over time."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = (results["times"] - results["times"][0]) * 1e-9 if len(results["times"]) else np.zeros(0)
+    tau, w = results["tau"], results["wrenches"]
+    nc = w.shape[1]
+    fig, axes = plt.subplots(1 + 2 * max(nc, 0) if nc else 1, 1, figsize=(11, 3 + 2.2 * (2 * nc)), sharex=True,
+                             squeeze=False)
+    axes = axes[:, 0]
+    ax = axes[0]
+    if len(tau):
+        order = np.argsort(-np.abs(tau).max(axis=0))[:max_joints]
+        for k in order:
+            ax.plot(t, tau[:, k], lw=1.0, label=results["joint_names"][k])
+        ax.legend(loc="upper right", fontsize=7, ncol=2)
+    ax.set_ylabel("torque (N·m)")
+    ax.set_title("joint torques (largest)")
+    for c, name in enumerate(results["contact_names"]):
+        for j, (lab, unit) in enumerate((("f", "N"), ("t", "N·m"))):
+            ax = axes[1 + 2 * c + j]
+            for comp, axis in enumerate("xyz"):
+                ax.plot(t, w[:, c, 3 * j + comp], lw=1.0, label=f"{lab}{axis}")
+            ax.set_ylabel(f"{name} ({unit})")
+            ax.legend(loc="upper right", fontsize=7, ncol=3)
+    axes[-1].set_xlabel("time since the first estimate (s)")
+    fig.suptitle("rbd_estimator replay: joint torques and contact wrenches")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+class Progress:
+    """A one-line text progress bar on stderr (redrawn at most every 0.2 s)."""
+
+    def __init__(self, stream=None, width: int = 30):
+        self.stream = stream or sys.stderr
+        self.width = width
+        self._last = 0.0
+        self._t0 = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - self._last < 0.2 and done < total:
+            return
+        self._last = now
+        frac = min(1.0, done / total) if total else 1.0
+        bar = "#" * int(frac * self.width)
+        self.stream.write(f"\r[{bar:<{self.width}}] {100 * frac:5.1f}%  {done}/{total} messages  "
+                          f"{now - self._t0:.1f} s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+__all__ = ["Replayer", "ReplayError", "ReplaySummary", "replay_bag", "load_config", "plot", "resolve"]

@@ -1,0 +1,332 @@
+"""Offline replay (``rbd-estimator replay``) of the shipped demo recording, ``test/data/demo_humanoid``.
+
+The recording (``scripts/make_demo_bag.py``: 1 s of the demo humanoid at 1 kHz, sensor noise as in
+the demo, ground truth on ``/truth/...``) is replayed through the node's tick logic and compared with
+
+* the ground truth, to the demo's accuracy;
+* the estimates the live :class:`~rbd_estimator.node.EstimatorNode` publishes when the same messages
+  are published to it (real rclpy on the loopback, in-process, as in ``test_node.py``): equal to
+  1e-12;
+* itself through MCAP and sqlite3 storage.
+
+Truncated and corrupt recordings must stop with a clear error and leave a valid partial bag.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+
+import numpy as np
+import pytest
+
+rosbags = pytest.importorskip("rosbags")
+
+from rosbags.rosbag2 import Reader  # noqa: E402
+from rosbags.typesys import Stores, get_typestore  # noqa: E402
+
+from rbd_estimator import cli  # noqa: E402
+from rbd_estimator.estimation import SensorConfig  # noqa: E402
+from rbd_estimator.replay import ReplayError, load_config, replay_bag  # noqa: E402
+from rbd_estimator.ros import cdr  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BAG = os.path.join(ROOT, "test", "data", "demo_humanoid")
+PARAMS = os.path.join(ROOT, "config", "humanoid.yaml")
+URDF = os.path.join(ROOT, "urdf", "humanoid.urdf")
+TS = get_typestore(Stores.ROS2_JAZZY)
+WARMUP = 50            # estimates before the acceleration filter has settled (50 ms at 1 kHz)
+
+
+def stamp(msg) -> int:
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+def read_bag(path, prefix):
+    """``{stamp: tau}`` and ``{contact: {stamp: wrench}}`` of ``prefix/joint_torques`` and
+    ``prefix/contact_wrenches/*`` (decoded by rosbags, not by our codecs)."""
+    tau, wrenches = {}, {}
+    with Reader(path) as r:
+        conns = [c for c in r.connections if c.topic.startswith(prefix + "/")]
+        for c, _, raw in r.messages(connections=conns):
+            m = TS.deserialize_cdr(raw, c.msgtype)
+            if c.topic == prefix + "/joint_torques":
+                tau[stamp(m)] = (list(m.name), np.array(m.effort))
+            else:
+                f, t = m.wrench.force, m.wrench.torque
+                wrenches.setdefault(c.topic.rsplit("/", 1)[1], {})[stamp(m)] = (
+                    m.header.frame_id, np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
+    return tau, wrenches
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("replay") / "out")
+    summary, rep = replay_bag(BAG, out, load_config(PARAMS), collect=True)
+    return out, summary, rep
+
+
+# ============================================================================ the recording
+def test_shipped_recording_is_small_and_complete():
+    size = sum(os.path.getsize(os.path.join(BAG, f)) for f in os.listdir(BAG))
+    assert size < 3e6
+    with Reader(BAG) as r:
+        topics = {c.topic: c.msgcount for c in r.connections}
+    assert topics["/joint_states"] == topics["/imu"] == topics["/truth/joint_torques"] == 1001
+    assert topics["/robot_description"] == 1
+    assert sum(1 for t in topics if t.startswith("/ft/")) == 6
+
+
+# ============================================================================ codecs
+def test_cdr_codecs_agree_with_rclpy_and_rosbags():
+    rclpy_ser = pytest.importorskip("rclpy.serialization")
+    from geometry_msgs.msg import WrenchStamped
+    from sensor_msgs.msg import Imu, JointState
+    from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+    rng = np.random.default_rng(3)
+    for names in (["a"], ["ab", "c", "def"], [f"joint_{i}" for i in range(29)]):
+        for frame in ("", "x", "base_link"):
+            js = JointState()
+            js.header.stamp.sec, js.header.stamp.nanosec, js.header.frame_id = 12, 345, frame
+            js.name = names
+            js.position = rng.normal(size=len(names)).tolist()
+            js.velocity = [] if len(names) == 1 else rng.normal(size=len(names)).tolist()
+            m = cdr.decode(cdr.JOINT_STATE, rclpy_ser.serialize_message(js))
+            assert m.name == names and m.header.frame_id == frame and stamp(m) == 12 * 10**9 + 345
+            assert np.array_equal(m.position, js.position) and np.array_equal(m.velocity, js.velocity)
+            assert len(m.effort) == 0
+            imu = Imu()
+            imu.header.frame_id = frame
+            o = rng.normal(size=4)
+            imu.orientation.x, imu.orientation.y, imu.orientation.z, imu.orientation.w = map(float, o)
+            imu.angular_velocity.x, imu.angular_velocity.z = 1.5, -2.5
+            imu.linear_acceleration.y, imu.linear_acceleration.z = 0.25, 9.81
+            imu.orientation_covariance = rng.normal(size=9).tolist()
+            m = cdr.decode(cdr.IMU, rclpy_ser.serialize_message(imu))
+            assert (m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w) == tuple(o)
+            assert (m.angular_velocity.x, m.angular_velocity.z, m.linear_acceleration.y,
+                    m.linear_acceleration.z) == (1.5, -2.5, 0.25, 9.81)
+            w = rng.normal(size=6)
+            raw = cdr.WrenchStampedEncoder(frame).encode(7, 8, w)
+            back = rclpy_ser.deserialize_message(raw, WrenchStamped)
+            assert back.header.frame_id == frame and (back.header.stamp.sec, back.header.stamp.nanosec) == (7, 8)
+            assert [back.wrench.force.x, back.wrench.force.y, back.wrench.force.z, back.wrench.torque.x,
+                    back.wrench.torque.y, back.wrench.torque.z] == w.tolist()
+            assert TS.serialize_cdr(TS.deserialize_cdr(raw, cdr.WRENCH_STAMPED), cdr.WRENCH_STAMPED) == raw
+            m = cdr.decode(cdr.WRENCH_STAMPED, rclpy_ser.serialize_message(back))
+            assert [m.wrench.force.x, m.wrench.force.y, m.wrench.force.z, m.wrench.torque.x, m.wrench.torque.y,
+                    m.wrench.torque.z] == w.tolist()
+        tau = rng.normal(size=len(names))
+        raw = cdr.JointTorquesEncoder(names).encode(5, 6, tau)
+        back = rclpy_ser.deserialize_message(raw, JointState)
+        assert list(back.name) == names and np.array_equal(np.array(back.effort), tau)
+        assert len(back.position) == 0 and len(back.velocity) == 0
+        assert TS.serialize_cdr(TS.deserialize_cdr(raw, cdr.JOINT_STATE), cdr.JOINT_STATE) == raw
+    fa = Float64MultiArray(data=[1.0, 2.0, 3.0])
+    fa.layout.dim = [MultiArrayDimension(label="cells", size=3, stride=3)]
+    assert cdr.decode(cdr.FLOAT64_MULTI_ARRAY, rclpy_ser.serialize_message(fa)).data.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(cdr.CdrError):
+        cdr.decode(cdr.WRENCH_STAMPED, b"\x00\x01\x00\x00\x01\x00")
+
+
+# ============================================================================ truth
+def test_replay_matches_ground_truth_to_the_demos_accuracy(replayed):
+    out, summary, rep = replayed
+    assert not summary.error and summary.estimates == 1000 and summary.ticks == 1000
+    assert all(sum(r.values()) == 0 for r in summary.rejected.values())
+    truth_tau, truth_w = read_bag(BAG, "/truth")
+    res = rep.results()
+    assert list(res["joint_names"]) == truth_tau[res["stamps"][0]][0]
+    T = np.array([truth_tau[s][1] for s in res["stamps"]])
+    W = np.array([[truth_w[c][s][1] for c in res["contact_names"]] for s in res["stamps"]])
+    tau_rms = np.sqrt(np.mean((res["tau"][WARMUP:] - T[WARMUP:]) ** 2, axis=0))
+    w_rms = np.sqrt(np.mean((res["wrenches"][WARMUP:] - W[WARMUP:]) ** 2, axis=0))
+    # the demo's accuracy with its sensor noise (noise x1) and 100 Hz acceleration filter
+    assert tau_rms.max() < 0.25, tau_rms
+    assert tau_rms.max() < 0.01 * np.sqrt(np.mean(T ** 2, axis=0)).max()
+    assert w_rms[:, :3].max() < 8.0 and w_rms[:, 3:].max() < 0.6, w_rms
+    # and what was written to the bag is what the replay computed
+    tau, wrenches = read_bag(out, "/rbd_estimator")
+    assert len(tau) == 1000 and all(len(v) == 1000 for v in wrenches.values())
+    for k, s in enumerate(res["stamps"]):
+        assert np.array_equal(tau[s][1], res["tau"][k])
+        for i, c in enumerate(res["contact_names"]):
+            assert np.array_equal(wrenches[c][s][1], res["wrenches"][k, i])
+    assert wrenches["l_foot"][res["stamps"][0]][0] == "l_sole"
+
+
+def test_output_bag_has_input_and_estimate_topics(replayed):
+    out, summary, _ = replayed
+    with Reader(out) as r:
+        topics = {c.topic: (c.msgtype, c.msgcount) for c in r.connections}
+    assert topics["/joint_states"] == (cdr.JOINT_STATE, 1001)
+    assert topics["/imu"][1] == 1001 and topics["/robot_description"][1] == 1
+    assert topics["/rbd_estimator/joint_torques"] == (cdr.JOINT_STATE, 1000)
+    assert topics["/rbd_estimator/contact_wrenches/r_foot"] == (cdr.WRENCH_STAMPED, 1000)
+    assert not any(t.startswith("/truth") for t in topics)     # the node does not read them
+    assert summary.messages_written == sum(n for _, n in topics.values())
+
+
+def test_sqlite3_round_trip_gives_the_same_estimates(replayed, tmp_path):
+    out, _, rep = replayed
+    db = str(tmp_path / "out.db3")
+    assert cli.main(["replay", out, db, "--params", PARAMS, "--robot-description", URDF, "-q"]) == 0
+    assert any(f.endswith(".db3") for f in os.listdir(db))
+    again, _ = read_bag(db, "/rbd_estimator")
+    first, _ = read_bag(out, "/rbd_estimator")
+    assert again.keys() == first.keys()
+    assert all(np.array_equal(again[s][1], first[s][1]) for s in first)
+
+
+# ============================================================================ the live node
+def test_replay_equals_the_live_node_on_the_same_messages(replayed):
+    """The node (real rclpy, loopback) is fed the recording's messages in lockstep; every estimate
+    it publishes equals the replay's for the same stamp."""
+    rclpy = pytest.importorskip("rclpy")
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.context import Context
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import Imu, JointState
+
+    from rbd_estimator.node import EstimatorNode
+
+    _, _, rep = replayed
+    res = rep.results()
+    n_steps = 150
+    cfg = SensorConfig.from_yaml(PARAMS)
+    flat = cfg.to_parameters()
+    flat.update(cfg.node)
+    flat.update(robot_description=open(URDF, encoding="utf-8").read(), oracle_every_n=0, prepare_fallbacks=False)
+    # the node's own parameters, but sensor timeouts long enough for a test process's scheduling; the
+    # replay above ran with 50 ms timeouts and no sensor was ever stale in the recording either
+    for k in list(flat):
+        if k.endswith(".timeout"):
+            flat[k] = 2.0
+    params = [Parameter(k, value=[float(x) for x in v] if isinstance(v, (list, tuple)) and v
+                        and all(isinstance(x, (int, float)) for x in v) else v)
+              for k, v in flat.items() if not (isinstance(v, (list, tuple)) and not v)]
+    types = {cdr.JOINT_STATE: JointState, cdr.IMU: Imu, cdr.WRENCH_STAMPED: WrenchStamped}
+    steps = []                                   # [(topic, msg), ...] up to each joint state
+    with Reader(BAG) as r:
+        conns = [c for c in r.connections if c.topic in ("/joint_states", "/imu") or c.topic.startswith("/ft/")]
+        cur = []
+        for c, _, raw in r.messages(connections=conns):
+            cur.append((c.topic, deserialize_message(raw, types[c.msgtype])))
+            if c.topic == "/joint_states":
+                steps.append(cur)
+                cur = []
+                if len(steps) == n_steps:
+                    break
+    ctx = Context()
+    rclpy.init(context=ctx, domain_id=120 + os.getpid() % 100)
+    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
+    node = EstimatorNode("rbd_estimator", context=ctx, parameter_overrides=params)
+    client = rclpy.create_node("replay_test_client", context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    th = threading.Thread(target=ex.spin, daemon=True)
+    th.start()
+    got_tau, got_w = {}, {c: {} for c in res["contact_names"]}
+    try:
+        node.trigger_configure()
+        assert node.lifecycle_state == "inactive", node.last_error
+        node.trigger_activate()
+        assert node.lifecycle_state == "active"
+        qos = QoSProfile(depth=50, reliability=QoSReliabilityPolicy.RELIABLE)
+        pubs = {t: client.create_publisher(type(m), t, qos) for t, m in steps[0]}
+        client.create_subscription(JointState, "/rbd_estimator/joint_torques",
+                                   lambda m: got_tau.__setitem__(stamp(m), np.array(m.effort)), qos)
+        for c in res["contact_names"]:
+            client.create_subscription(
+                WrenchStamped, f"/rbd_estimator/contact_wrenches/{c}",
+                lambda m, c=c: got_w[c].__setitem__(stamp(m), np.array(
+                    [m.wrench.force.x, m.wrench.force.y, m.wrench.force.z, m.wrench.torque.x, m.wrench.torque.y,
+                     m.wrench.torque.z])), qos)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and not all(p.get_subscription_count() > 0 for p in pubs.values()):
+            time.sleep(0.01)
+        time.sleep(0.3)
+
+        def wait(pred, timeout=10.0):
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                if pred():
+                    return True
+                time.sleep(0.0005)
+            return pred()
+
+        for k, step in enumerate(steps):
+            before = node.input_counts()
+            for topic, msg in step[:-1]:                      # sensors first, each accepted ...
+                pubs[topic].publish(msg)
+            names = ["imu" if t == "/imu" else t.rsplit("/", 1)[1] for t, _ in step[:-1]]
+            assert wait(lambda: all(node.input_counts()[n] > before[n] for n in names)), k
+            topic, js = step[-1]                               # ... then the joint state: a tick
+            pubs[topic].publish(js)
+            if k > 0:
+                s = stamp(js)
+                assert wait(lambda: s in got_tau and all(s in got_w[c] for c in got_w)), f"no estimate {k}"
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        client.destroy_node()
+        rclpy.shutdown(context=ctx)
+        th.join(5.0)
+    assert len(got_tau) == n_steps - 1
+    index = {int(s): k for k, s in enumerate(res["stamps"])}
+    worst = 0.0
+    for s, tau in got_tau.items():
+        k = index[s]
+        worst = max(worst, float(np.max(np.abs(tau - res["tau"][k]))))
+        for i, c in enumerate(res["contact_names"]):
+            worst = max(worst, float(np.max(np.abs(got_w[c][s] - res["wrenches"][k, i]))))
+    assert worst <= 1e-12, worst
+
+
+# ============================================================================ damaged recordings
+def _damaged(tmp_path, how):
+    bag = tmp_path / f"{how}_bag"
+    shutil.copytree(BAG, bag)
+    mcap = next(p for p in bag.iterdir() if p.suffix == ".mcap")
+    data = bytearray(mcap.read_bytes())
+    if how == "truncated":
+        del data[int(len(data) * 0.6):]
+    else:
+        mid = len(data) // 2
+        data[mid:mid + 256] = bytes(256)
+    mcap.write_bytes(bytes(data))
+    return str(bag)
+
+
+@pytest.mark.parametrize("how", ["truncated", "corrupt"])
+def test_damaged_recording_gives_clear_error_and_valid_partial_bag(tmp_path, capsys, how):
+    bag = _damaged(tmp_path, how)
+    out = str(tmp_path / "out")
+    plot = str(tmp_path / "plot.png")
+    rc = cli.main(["replay", bag, out, "--params", PARAMS, "--plot", plot])
+    cap = capsys.readouterr()
+    assert rc == 1
+    assert "truncated or corrupt" in cap.err and "reading stopped after" in cap.err
+    assert "%" in cap.err                                    # the progress bar
+    assert "ticks:" in cap.out and "joint_states" in cap.out
+    tau, wrenches = read_bag(out, "/rbd_estimator")          # a valid bag, readable by rosbags
+    assert 100 < len(tau) < 1000
+    assert all(len(v) == len(tau) for v in wrenches.values())
+    truth, _ = read_bag(BAG, "/truth")
+    assert set(tau) <= set(truth)
+    assert os.path.getsize(plot) > 0
+    with Reader(out) as r:
+        assert r.message_count == sum(1 for _ in r.messages())
+
+
+def test_unreadable_input_and_existing_output_are_refused(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["replay", str(tmp_path / "empty"), str(tmp_path / "o"), "--params", PARAMS]) == 2
+    assert "cannot open input bag" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ReplayError, match="exists already"):
+        replay_bag(BAG, str(tmp_path / "empty"), load_config(PARAMS))
