@@ -2,15 +2,18 @@
 
 The library (everything but :mod:`rbd_estimator.node` and :mod:`rbd_estimator.ros`) imports no ROS module.
 """
-from .dynamics import (aba, crba, forward_dynamics_ltdl, ltdl, ltl, minverse, mul_L, mul_Lt, rnea, solve_L,
-                       solve_Lt)
+from .dynamics import (aba, ce_aba, ce_crba, ce_rnea, crba, forward_dynamics_ltdl, ltdl, ltl, minverse, mul_L,
+                       mul_Lt, rnea, solve_L, solve_Lt)
 from .errors import ConfigError, IllPosedError, ModelError
 from .estimation import Estimate, Estimator, ImuSample, SensorConfig, apply_offsets, calibrate_ft_offsets
 from .estimation.forward import SparseForwardDynamics
+from .model.clusters import ClusterTree
 from .model.cost import cost
+from .model.loops import LoopConfig
 from .model.robot_model import Frame, FTSensor, RobotModel
 
 __all__ = ["ModelError", "ConfigError", "IllPosedError", "RobotModel", "Frame", "FTSensor",
            "rnea", "aba", "crba", "minverse", "ltl", "ltdl", "mul_L", "mul_Lt", "solve_L", "solve_Lt",
            "forward_dynamics_ltdl", "cost", "SensorConfig", "Estimator", "Estimate", "ImuSample",
-           "SparseForwardDynamics", "calibrate_ft_offsets", "apply_offsets"]
+           "SparseForwardDynamics", "calibrate_ft_offsets", "apply_offsets",
+           "ClusterTree", "LoopConfig", "ce_aba", "ce_rnea", "ce_crba"]
