@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     print("preparing readings ...", flush=True)
     base = readings(xml, config)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; node: python -m rbd_estimator.node "
-          f"(tick thread: SingleThreadedExecutor)")
+          f"(tick thread: WaitSetSpinner)")
     print(f"{'rate (Hz)':>10}{'published':>11}{'estimates':>11}{'missed':>9}{'missed %':>10}"
           f"{'median ms':>11}{'p99 ms':>9}{'max ms':>9}{'node tick med/p99 ms':>22}")
     rclpy.init()

@@ -1,0 +1,243 @@
+"""Estimation on robots with actuation loops (rotors, belts, differentials; Chignoli et al.).
+
+A loop declaration (:mod:`rbd_estimator.model.loops`) adds bodies to the URDF tree (rotors) and
+explicit constraints between its joint angles (eq. 3)::
+
+    q = γ(y),   q̇ = G ẏ,   q̈ = G ÿ + g,
+
+``y`` being the independent coordinates (:attr:`ClusterTree.independent_joint_names`: the link
+joints of rotor and belt drives). On the spanning tree the motion obeys
+``M q̈ + h = τ_q + Kᵀλ − Σ J_cᵀ f_c`` with ``λ`` the loop-closure forces and ``K G = 0``, so the
+actuator efforts (the generalised forces of ``y``, N·m at the link side of the gearbox) are
+
+    τ_y = Gᵀ τ_q          for any λ,
+
+in particular for the ``τ_q`` that the tree estimator finds when it charges the closure forces to
+the spanning-tree joints (λ = 0). :class:`LoopEstimator` therefore plans Nori's estimator
+(:class:`~.estimator.Estimator`) once on the spanning tree *with* the extra bodies, and every tick
+maps ``(y, ẏ, ÿ)`` to ``(q, q̇, q̈)`` and ``τ_q`` back to ``τ_y``.
+
+Supported loops: those with a constant ``G``, ``g = 0`` and a linear ``γ`` — ``link_and_rotor``,
+``belt_transmission`` and ``linear_transmission``. ``G`` (joint rows and columns only) is
+precomputed as a dense matrix, so the tick is the tree estimate plus one small matrix product in
+(``[y ẏ ÿ]ᵀ Gᵀ``) and one matrix-vector product out (``Gᵀ τ_q``), in preallocated buffers.
+Four-bars (and :class:`~rbd_estimator.model.loops.ExplicitLoop`) need ``γ`` by Newton and ``G(q)``,
+``g(q, q̇)`` at every tick; they are refused with a :class:`ConfigError`.
+
+Sensors: force-torque readings stay valid when no loop closes across the sensor joint — then the
+closure forces of every loop act on bodies that are all inside, or all outside, the sensor's
+sub-tree and cancel in the wrench it transmits. A sensor joint inside a cluster (§II-D; e.g. a
+knee rotor carried by the link above the leg's force-torque sensor) is refused with a
+:class:`ConfigError` naming the loop and the sensor, and so is a joint-torque sensor on a joint of
+a loop (its reading would include closure forces that the spanning-tree torque does not separate).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..model.clusters import ClusterTree
+from ..model.loops import BeltTransmission, LinearTransmission, LinkAndRotor, LoopConfig
+from ..model.robot_model import RobotModel
+from .config import SensorConfig
+from .estimator import Estimate, Estimator, ImuSample
+
+__all__ = ["LoopEstimator", "LoopEstimate", "ImuSample"]
+
+_CONSTANT = (LinkAndRotor, BeltTransmission, LinearTransmission)
+
+
+class LoopEstimate:
+    """Result of :meth:`LoopEstimator.estimate`, with the interface of :class:`~.estimator.Estimate`.
+    Arrays are views into buffers that the next call overwrites: copy what you keep.
+
+    * ``tau``: actuator efforts ``τ_y = Gᵀ τ_q`` (N·m or N), in ``estimator.joint_names`` order
+      (the independent coordinates);
+    * ``contact_wrenches``, ``joint_wrenches``, ``residual``, :meth:`contact`,
+      :attr:`base_acceleration`: as in :class:`~.estimator.Estimate`;
+    * ``tree``: the spanning-tree :class:`~.estimator.Estimate`; its ``tau`` (``tau_tree``) holds
+      the efforts of every spanning-tree joint with the loop-closure forces charged to them — not
+      a physical quantity on the joints of a loop, only its projection ``Gᵀ τ_q`` is.
+    """
+
+    def __init__(self, tau: np.ndarray, tree: Estimate):
+        self.tau = tau
+        self.tree = tree
+
+    @property
+    def tau_tree(self) -> np.ndarray:
+        return self.tree.tau
+
+    @property
+    def contact_wrenches(self) -> np.ndarray:
+        return self.tree.contact_wrenches
+
+    @property
+    def joint_wrenches(self) -> np.ndarray:
+        return self.tree.joint_wrenches
+
+    @property
+    def residual(self):
+        return self.tree.residual
+
+    def contact(self, name: str) -> np.ndarray:
+        return self.tree.contact(name)
+
+    @property
+    def base_acceleration(self) -> np.ndarray:
+        return self.tree.base_acceleration
+
+
+class LoopEstimator:
+    """Joint-torque and contact-wrench estimator for a robot with constant transmission loops.
+
+    ``model``: the URDF model (built with the sensor joints kept; :meth:`from_urdf` does it);
+    ``config``: the sensor configuration of the URDF (frames, sensors, contacts unchanged);
+    ``loops``: a :class:`LoopConfig`, a mapping for :meth:`LoopConfig.from_dict`, or ``None`` to
+    read them from the node parameters of ``config`` (inline or ``loops_file``, relative paths
+    from ``base_dir``). Raises :class:`~rbd_estimator.errors.ModelError` for a bad loop
+    declaration, :class:`ConfigError` for an unsupported loop or a sensor inside a loop, and
+    whatever :class:`~.estimator.Estimator` raises for the sensor set.
+    """
+
+    def __init__(self, model: RobotModel, config: SensorConfig, loops=None, seed: int = 0, solver: str = "auto",
+                 base_dir: str | None = None):
+        if loops is None:
+            loops = LoopConfig.from_sensor_parameters(dict(config.node), base_dir)
+        self.tree = tree = ClusterTree.build(model, loops)
+        _check_supported(tree)
+        _check_sensors(tree, config)
+        self.estimator = Estimator(tree.model, config, seed=seed, solver=solver)
+        self.G = _joint_G(tree, self.estimator.joint_names)          # (n_tree_joints, n_y), constant
+        self._GT = np.ascontiguousarray(self.G.T)
+        ny = self.G.shape[1]
+        self._Y = np.zeros((3, ny))                                   # rows: y, ẏ, ÿ
+        self._Q = np.zeros((3, self.G.shape[0]))                      # rows: q, q̇, q̈ (tree joints)
+        self._tau = np.zeros(ny)
+        self.result = LoopEstimate(self._tau, self.estimator.result)
+
+    @classmethod
+    def from_urdf(cls, xml: str, config: SensorConfig, loops=None, seed: int = 0, solver: str = "auto",
+                  base_dir: str | None = None) -> "LoopEstimator":
+        """Build the URDF model as :meth:`Estimator.from_urdf` does (floating base per the
+        configuration, every configured force-torque joint kept), add the loops, plan."""
+        joints = [ft.joint for ft in config.ft_sensors if ft.joint]
+        model = RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=joints)
+        return cls(model, config, loops, seed=seed, solver=solver, base_dir=base_dir)
+
+    # ------------------------------------------------------------------ names and plan
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The independent coordinates (actuated joints): order of ``q``, ``dq``, ``ddq`` and ``tau``."""
+        return self.tree.independent_joint_names
+
+    @property
+    def tree_joint_names(self) -> tuple[str, ...]:
+        """Joints of the spanning tree (URDF joints, then the extra bodies' joints)."""
+        return self.estimator.joint_names
+
+    @property
+    def model(self) -> RobotModel:
+        """The spanning-tree model (URDF plus extra bodies)."""
+        return self.tree.model
+
+    @property
+    def config(self) -> SensorConfig:
+        return self.estimator.config
+
+    @property
+    def plan(self):
+        return self.estimator.plan
+
+    @property
+    def contact_names(self) -> tuple[str, ...]:
+        return self.estimator.contact_names
+
+    @property
+    def contact_frames(self) -> tuple[str, ...]:
+        return self.estimator.contact_frames
+
+    @property
+    def ft_names(self) -> tuple[str, ...]:
+        return self.estimator.ft_names
+
+    @property
+    def kept_joints(self) -> tuple[str, ...]:
+        return self.estimator.kept_joints
+
+    # ------------------------------------------------------------------ tick
+    def estimate(self, q, dq, ddq, imu: ImuSample | None = None, ft=None, load_cells=None,
+                 joint_torques=None, external_wrenches=None) -> LoopEstimate:
+        """As :meth:`Estimator.estimate`, with ``q``, ``dq``, ``ddq`` the independent coordinates
+        (:attr:`joint_names` order: the actuated joints, rad, m) and ``tau`` of the result the
+        actuator efforts. The rotors' angles, rates and accelerations follow from the loops."""
+        Y = self._Y
+        for k, (x, name) in enumerate(((q, "q"), (dq, "dq"), (ddq, "ddq"))):
+            a = np.asarray(x, dtype=np.float64)
+            if a.shape != (Y.shape[1],):
+                raise ValueError(f"{name}: expected {Y.shape[1]} values (the independent joints), got shape {a.shape}")
+            Y[k] = a
+        np.dot(Y, self._GT, out=self._Q)                              # [q q̇ q̈] = G [y ẏ ÿ] (γ linear, g = 0)
+        r = self.estimator.estimate(self._Q[0], self._Q[1], self._Q[2], imu=imu, ft=ft, load_cells=load_cells,
+                                    joint_torques=joint_torques, external_wrenches=external_wrenches)
+        np.dot(self._GT, r.tau, out=self._tau)                        # τ_y = Gᵀ τ_q
+        return self.result
+
+    def base_state(self, result: LoopEstimate | None = None):
+        """:meth:`Estimator.base_state` of the last (or the given) estimate."""
+        return self.estimator.base_state(None if result is None else result.tree)
+
+
+# ---------------------------------------------------------------------------- plan-time checks
+def _check_supported(tree: ClusterTree) -> None:
+    for r in tree.loops:
+        if not isinstance(r.decl, _CONSTANT):
+            raise ConfigError(
+                f"{r.decl.describe()}: the estimator supports constant transmissions only (link_and_rotor, "
+                f"belt_transmission, linear_transmission); a {r.kind or 'generic explicit'} loop needs G(q) and "
+                f"g(q, q̇) at every tick, which the estimator's off-line plan does not provide (use the "
+                f"constraint-embedding algorithms of rbd_estimator.dynamics for such mechanisms)")
+
+
+def _check_sensors(tree: ClusterTree, config: SensorConfig) -> None:
+    m = tree.model
+    for ft in config.ft_sensors:
+        if ft.joint:
+            if ft.joint not in m.body_joint_names:
+                continue                                              # the Estimator reports it
+            body = m.body_joint_names.index(ft.joint)
+        else:
+            try:
+                body = m.ft_sensor(ft.name).body
+            except ValueError:
+                continue
+        c = tree.cluster_of(body)
+        if c.loops:
+            raise ConfigError(
+                f"force-torque sensor '{ft.name}' (joint '{m.body_joint_names[body]}') lies inside the cluster of "
+                f"loop(s) {', '.join(repr(r.name) for r in c.loops)} (bodies "
+                f"{[m.body_names[i] for i in c.bodies]}): the loop closes across the sensor, whose reading then "
+                f"includes closure forces; attach the loop's extra bodies on one side of the sensor")
+    looped = {}
+    for c in tree.clusters:
+        for r in c.loops:
+            for i in c.bodies:
+                looped.setdefault(m.body_joint_names[i], r.name)
+    for j in config.joint_torque_sensors:
+        if j in looped:
+            raise ConfigError(f"joint-torque sensor on joint '{j}': the joint belongs to the cluster of loop "
+                              f"'{looped[j]}', where a joint torque is not separated from the closure forces")
+
+
+def _joint_G(tree: ClusterTree, tree_joints) -> np.ndarray:
+    """Constant ``G`` restricted to joints: rows in ``tree_joints`` order, columns in
+    ``tree.independent_joint_names`` order (rows of the independent joints are the identity)."""
+    from ..dynamics.loop_constraints import cluster_constraint
+    m = tree.model
+    Gfull = np.zeros((tree.nv, tree.nvy))
+    for c in tree.clusters:
+        Gfull[np.ix_(c.v_idx, c.y_v)] = cluster_constraint(tree, c.index, tree.q_reference.copy())[0]
+    rows = [int(m.v_idx[m.body_joint_names.index(j)]) for j in tree_joints]
+    ypos = {int(v): k for k, v in enumerate(tree.y_v_idx)}
+    cols = [ypos[int(m.v_idx[m.body_joint_names.index(j)])] for j in tree.independent_joint_names]
+    return np.ascontiguousarray(Gfull[np.ix_(rows, cols)])
