@@ -22,7 +22,8 @@ from rbd_estimator import ConfigError
 from rbd_estimator.dynamics.ce_rnea import ce_rnea
 from rbd_estimator.estimation import Estimator, SensorConfig
 from rbd_estimator.estimation.loops import LoopEstimator
-from rbd_estimator.model.loops import FourBar, LoopConfig
+from rbd_estimator.dynamics.loop_constraints import spanning_state
+from rbd_estimator.model.loops import ExplicitLoop, FourBar, LoopConfig
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
@@ -49,25 +50,30 @@ XML = _read(os.path.join(REPO, "urdf", "humanoid.urdf"))
 LOOPS = LoopConfig.from_yaml(os.path.join(REPO, "config", "humanoid_loops.yaml"))
 
 
+def oracle_G(pair: LoopPair, rows, cols) -> np.ndarray:
+    """``G`` from the oracle's constraint rows ``K`` (declarations only): identity on the independent
+    joints ``cols``, ``G_dep = −K_dep⁻¹ K_ind`` (so ``K G = 0``); rows in the order of the joint
+    names ``rows``."""
+    m = pair.tree.model
+    K, _ = pair.constraint_rows(pair.tree.q_reference, np.zeros(m.nv))
+    col = {n: int(m.v_idx[m.body_joint_names.index(n)]) for n in m.joint_names}
+    ind = [col[n] for n in cols]
+    dep = [col[n] for n in rows if col[n] not in ind]
+    Kd, Ki = K[:, dep], K[:, ind]
+    assert Kd.shape[0] == Kd.shape[1] and np.linalg.matrix_rank(Kd) == len(dep)
+    G = np.zeros((m.nv, len(ind)))
+    G[ind, np.arange(len(ind))] = 1.0
+    G[dep] = -np.linalg.solve(Kd, Ki)
+    return G[[col[n] for n in rows]]
+
+
 class LoopTruth(GroundTruth):
     """:class:`GroundTruth` on the spanning tree with rotors; states satisfy the loops."""
 
     def __init__(self, xml, loops, est: LoopEstimator):
         super().__init__(with_extra_bodies(xml, loops.bodies), est.estimator)
         self.indep = est.joint_names
-        pair = LoopPair(xml, loops, floating_base=True)             # the oracle's constraint rows K
-        m = pair.tree.model
-        K, _ = pair.constraint_rows(pair.tree.q_reference, np.zeros(m.nv))
-        col = {n: int(m.v_idx[m.body_joint_names.index(n)]) for n in m.joint_names}
-        tree_cols = [col[n] for n in self.model.joint_names]        # the tree estimator's joint order
-        ind = [col[n] for n in self.indep]
-        dep = [c for c in tree_cols if c not in ind]
-        Kd, Ki = K[:, dep], K[:, ind]
-        assert Kd.shape[0] == Kd.shape[1] and np.linalg.matrix_rank(Kd) == len(dep)
-        G = np.zeros((m.nv, len(ind)))
-        G[ind, np.arange(len(ind))] = 1.0
-        G[dep] = -np.linalg.solve(Kd, Ki)                            # K G = 0
-        self.G = G[tree_cols]                                        # rows: tree joints; cols: y
+        self.G = oracle_G(LoopPair(xml, loops, floating_base=True), self.model.joint_names, self.indep)
 
     def sample(self, rng, wrench_scale=50.0):
         cfg, ny = self.cfg, len(self.indep)
@@ -163,14 +169,69 @@ def test_joint_torque_sensor_on_a_loop_joint_is_refused():
         LoopEstimator.from_urdf(XML, humanoid_config(joint_torque_sensors=["l_knee"]), LOOPS)
 
 
-def test_four_bar_is_refused_with_a_clear_error():
-    from loop_mechanisms import four_bar_knee
-    xml, loops = four_bar_knee()
+def test_four_bar_knee_matches_pinocchio_with_state_dependent_G():
+    """A four-bar knee (crank geared to a rotor) plus rotors, fixed base: the four-bar's cluster is
+    closed and its G(q), g(q, q̇) evaluated every tick. Truth: the spanning state closed by our
+    Newton (checked with pinocchio's frames), G and g from the oracle's constraint rows (pinocchio
+    frame Jacobians and classical accelerations), τ_q from pinocchio's rnea."""
+    xml = _read(os.path.join(REPO, "test", "data", "loops", "four_bar_knee.urdf"))
+    loops = LoopConfig.from_yaml(os.path.join(REPO, "test", "data", "loops", "four_bar_knee.yaml"))
+    assert any(isinstance(lp, FourBar) for lp in loops.loops)
+    est = LoopEstimator.from_urdf(xml, SensorConfig.from_dict(dict(floating_base=False)), loops)
+    assert est.state_dependent == ("knee_linkage",)
+    pair = LoopPair(xml, loops)
+    m = pair.tree.model
+    col = {n: int(m.v_idx[m.body_joint_names.index(n)]) for n in m.joint_names}
+    rows = [col[n] for n in est.tree_joint_names]
+    ind = [col[n] for n in est.joint_names]
+    dep = [c for c in rows if c not in ind]
+    rng = np.random.default_rng(55)
+    n = len(est.joint_names)
+    for _ in range(N_STATES):
+        y, dy, ddy = rng.uniform(-1.2, 1.2, n), rng.normal(size=n), rng.normal(size=n)
+        q, _, _ = spanning_state(pair.tree, y)
+        assert pair.closure_gap(q) < 1e-10
+        v = np.zeros(m.nv)
+        v[ind] = dy
+        K, k = pair.constraint_rows(q, v)
+        Kd_pinv = np.linalg.pinv(K[:, dep])
+        v[dep] = -Kd_pinv @ K[:, ind] @ dy
+        K, k = pair.constraint_rows(q, v)                            # k needs the full q̇
+        assert np.max(np.abs(K @ v)) < 1e-10
+        G = np.zeros((m.nv, n))
+        G[ind, np.arange(n)] = 1.0
+        G[dep] = -Kd_pinv @ K[:, ind]
+        a = G @ ddy
+        a[dep] += Kd_pinv @ k
+        assert np.max(np.abs(K @ a - k)) < 1e-9
+        tau_q = pair.v_ours(pin.rnea(pair.pm, pair.pd, pair.q_pin(q), pair.v_pin(v), pair.v_pin(a)))
+        r = est.estimate(y, dy, ddy)
+        assert np.max(np.abs(r.tau - G[rows].T @ tau_q[rows])) <= 1e-8
+        assert np.max(np.abs(r.tau - ce_rnea(pair.tree, y, dy, ddy))) <= 1e-8
+
+
+def test_explicit_loop_cam_and_refusal_without_gamma():
+    """A nonlinear explicit constraint (a cam, q_r = N q + c sin q) is evaluated every tick and
+    agrees with CE-RNEA; the same loop without gamma is refused (y would not give q)."""
+    xml = _read(os.path.join(REPO, "test", "data", "loops", "rotor_chain.urdf"))
+    base = LoopConfig.from_yaml(os.path.join(REPO, "test", "data", "loops", "rotor_chain.yaml"))
+    N, c = 9.0, 0.3
+    kw = dict(G=lambda q: np.array([[1.0], [N + c * np.cos(q[0])]]),
+              g=lambda q, dq: np.array([0.0, -c * np.sin(q[0]) * dq[0] ** 2]))
     cfg = SensorConfig.from_dict(dict(floating_base=False))
-    lc = LoopConfig.from_dict(loops)
-    assert any(isinstance(lp, FourBar) for lp in lc.loops)
-    with pytest.raises(ConfigError, match="four_bar.*every tick"):
-        LoopEstimator.from_urdf(xml, cfg, lc)
+    rest = tuple(lp for lp in base.loops if lp.name != "j2_drive")
+    cam = ExplicitLoop("j2_cam", ("j2", "j2_rotor"), ("j2",),
+                       gamma=lambda y: np.array([y[0], N * y[0] + c * np.sin(y[0])]), **kw)
+    est = LoopEstimator.from_urdf(xml, cfg, LoopConfig(bodies=base.bodies, loops=rest + (cam,)))
+    assert est.state_dependent == ("j2_cam",)
+    rng = np.random.default_rng(56)
+    n = len(est.joint_names)
+    for _ in range(5):
+        y, dy, ddy = rng.uniform(-1.2, 1.2, n), rng.normal(size=n), rng.normal(size=n)
+        assert np.max(np.abs(est.estimate(y, dy, ddy).tau - ce_rnea(est.tree, y, dy, ddy))) <= 1e-9
+    nogamma = ExplicitLoop("j2_cam", ("j2", "j2_rotor"), ("j2",), **kw)
+    with pytest.raises(ConfigError, match="j2_cam.*gamma"):
+        LoopEstimator.from_urdf(xml, cfg, LoopConfig(bodies=base.bodies, loops=rest + (nogamma,)))
 
 
 def test_bad_input_shape_names_the_input(humanoid):
@@ -178,3 +239,36 @@ def test_bad_input_shape_names_the_input(humanoid):
     n = len(est.joint_names)
     with pytest.raises(ValueError, match="dq"):
         est.estimate(np.zeros(n), np.zeros(n + 1), np.zeros(n))
+    q = np.zeros(n)
+    q[3] = np.nan
+    with pytest.raises(ValueError, match=r"q\[3\] \(%s\) is not finite" % est.joint_names[3]):
+        est.estimate(q, np.zeros(n), np.zeros(n))
+
+
+def test_fixed_base_belt_transmission_matches_pinocchio():
+    """The MIT leg (hip rotors, a nested knee/ankle belt: a lower-triangular ratio matrix), fixed
+    base and no sensors: the estimate is inverse dynamics, τ_y = Gᵀ τ_q with pinocchio's rnea on
+    the spanning tree with rotors."""
+    xml = _read(os.path.join(REPO, "test", "data", "loops", "mit_leg.urdf"))
+    loops = LoopConfig.from_yaml(os.path.join(REPO, "test", "data", "loops", "mit_leg.yaml"))
+    est = LoopEstimator.from_urdf(xml, SensorConfig.from_dict(dict(floating_base=False)), loops)
+    pair = LoopPair(xml, loops)
+    G = oracle_G(pair, est.tree_joint_names, est.joint_names)
+    assert np.max(np.abs(est.G - G)) < 1e-14 and np.count_nonzero(np.tril(G[len(est.joint_names):], -1))
+    m = pair.tree.model
+    col = [int(m.v_idx[m.body_joint_names.index(n)]) for n in est.tree_joint_names]
+    rng = np.random.default_rng(54)
+    n = len(est.joint_names)
+    for _ in range(N_STATES):
+        y, dy, ddy = rng.uniform(-1.2, 1.2, n), rng.normal(size=n), rng.normal(size=n)
+        q, v, a = np.zeros(m.nq), np.zeros(m.nv), np.zeros(m.nv)
+        q[col], v[col], a[col] = G @ y, G @ dy, G @ ddy
+        tau_q = pair.v_ours(pin.rnea(pair.pm, pair.pd, pair.q_pin(q), pair.v_pin(v), pair.v_pin(a)))[col]
+        assert np.max(np.abs(est.estimate(y, dy, ddy).tau - G.T @ tau_q)) <= 1e-8
+
+
+def test_loops_from_the_sensor_configuration():
+    """``loops=None``: the loops come from the node parameters (``loops_file``, as the node reads them)."""
+    cfg = humanoid_config(loops_file="humanoid_loops.yaml")
+    est = LoopEstimator.from_urdf(XML, cfg, base_dir=os.path.join(REPO, "config"))
+    assert len(est.tree_joint_names) == len(est.joint_names) + len(LOOPS.bodies) and est.state_dependent == ()

@@ -2,7 +2,9 @@
 from .config import ContactConfig, FTConfig, ImuConfig, LoadCellConfig, SensorConfig
 from .calibration import CalibrationResult, SensorOffset, apply_offsets, calibrate_ft_offsets
 from .estimator import Estimate, Estimator, ImuSample
+from .loops import LoopEstimate, LoopEstimator
 
 __all__ = ["SensorConfig", "ImuConfig", "FTConfig", "ContactConfig", "LoadCellConfig",
-           "Estimator", "Estimate", "ImuSample", "calibrate_ft_offsets", "apply_offsets",
+           "Estimator", "Estimate", "ImuSample", "LoopEstimator", "LoopEstimate",
+           "calibrate_ft_offsets", "apply_offsets",
            "CalibrationResult", "SensorOffset"]
