@@ -45,7 +45,8 @@ setup(
     ],
     extras_require={
         'oracle': oracle,
-        'test': oracle + ['pytest', 'example-robot-data', 'matplotlib'],
+        'replay': ['rosbags', 'matplotlib'],
+        'test': oracle + ['pytest', 'example-robot-data', 'matplotlib', 'rosbags'],
     },
     zip_safe=True,
     maintainer='rbd_estimator maintainers',

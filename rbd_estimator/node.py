@@ -29,6 +29,7 @@ No mathematics here: see :mod:`rbd_estimator.ros` for the helpers and
 """
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -39,6 +40,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.srv import SetParameters as CalibrateFtOffsets
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNodeMixin, LifecycleState, TransitionCallbackReturn
@@ -53,6 +55,7 @@ from .errors import ConfigError, IllPosedError, ModelError
 from .estimation import SensorConfig
 from .ros import convert
 from .ros.blas import limit_blas_threads
+from .ros.calibration import SampleCollector, parse_request
 from .ros.fast_spin import WaitSetSpinner
 from .ros import diagnostics as diag
 from .ros.inputs import SensorInputs
@@ -132,8 +135,12 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._gen = 0
         self.last_error = ""
         self._subs: dict = {}
+        self._collector = None                 # a running offset calibration (SampleCollector)
         self._clear()
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._calib_group = MutuallyExclusiveCallbackGroup()
+        self._calib_srv = self.create_service(CalibrateFtOffsets, "~/calibrate_ft_offsets", self._on_calibrate,
+                                              callback_group=self._calib_group)
 
     # ================================================================== public helpers
     @property
@@ -185,6 +192,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             try:
                 config = SensorConfig.from_parameters(self._flat_parameters())
                 settings = NodeSettings.from_parameters(config.node)
+                settings.check_ft_offsets(config)
                 xml = self._robot_description(settings)
                 t0 = time.monotonic()
                 plans = PlanSet(xml, config, PlanSet.plan(xml, config))
@@ -436,6 +444,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             ready = self._inputs.on_joint_state(msg, now)
             if self._jt_from_js:
                 self._inputs.on_joint_torques(msg, now)
+            if ready and self._collector is not None:
+                self._collector.add(self._inputs)
             if ready and self._tick_on_js:
                 self._tick(now, msg.header.stamp, t_in)
 
@@ -550,6 +560,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         try:
             config = SensorConfig.from_parameters(flat)
             settings = NodeSettings.from_parameters(config.node)
+            settings.check_ft_offsets(config)
         except ConfigError as exc:
             return _refuse(str(exc))
         if self._plans is None:           # unconfigured: takes effect at configure
@@ -615,6 +626,64 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         if old is not None and old is not pending.plans:
             old.close()
         self.get_logger().info("reconfigured: the new sensor set is in use")
+
+    # ================================================================== offset calibration
+    def _on_calibrate(self, request, response):
+        """``~/calibrate_ft_offsets`` (see :mod:`rbd_estimator.ros.calibration` for the request and
+        response): collect samples at the next ticks, refuse if a joint moves, fit the offsets, store
+        the identified ones in the ``ft_offsets.<sensor>`` parameters (applied from the next sample on)."""
+        try:
+            ok, text = self._calibrate(request)
+        except Exception as exc:  # noqa: BLE001 - an answer, never an exception into rclpy
+            ok, text = False, f"unexpected {type(exc).__name__}: {exc}"
+        if not ok:
+            self.get_logger().warning(f"calibrate_ft_offsets refused: {text}")
+        response.results = [SetParametersResult(successful=ok, reason=text)]
+        return response
+
+    def _calibrate(self, request):
+        from .estimation.calibration import calibrate_ft_offsets
+        try:
+            args = parse_request({p.name: Parameter.from_parameter_msg(p).value for p in request.parameters})
+        except ConfigError as exc:
+            return False, str(exc)
+        with self._tick_lock:
+            if self._state != "active":
+                return False, f"the node is {self._state}: calibrate while it is active (receiving sensor data)"
+            if not self._config.ft_sensors:
+                return False, "no force-torque sensor is configured: nothing to calibrate"
+            if self._collector is not None:
+                return False, "a calibration is already running"
+            col = SampleCollector(args["samples"], args["max_joint_velocity"], self._inputs.joint_names,
+                                  args["imu_angular_acceleration"] and self._config.imu is not None)
+            self._collector = col
+            est = self._plans.main.estimator
+        try:
+            finished = col.done.wait(args["timeout"])
+        finally:
+            with self._tick_lock:
+                self._collector = None
+        if col.refusal:
+            return False, col.refusal
+        if not finished:
+            return False, (f"only {len(col.samples)} of {args['samples']} samples within {args['timeout']:g} s: are "
+                           f"the joint states and every sensor being published?")
+        try:
+            result = calibrate_ft_offsets(est, col.samples, args["contacts"],
+                                          imu_angular_acceleration=True if col.zero_alpha else None)
+        except Exception as exc:  # noqa: BLE001 - unknown contact, bad samples: say so
+            return False, f"calibration failed: {type(exc).__name__}: {exc}"
+        applied = [s.name for s in result.sensors if s.ok]
+        if applied:
+            params = [Parameter(f"ft_offsets.{n}", value=[float(x) for x in result[n].offset]) for n in applied]
+            res = self.set_parameters_atomically(params)
+            if not res.successful:
+                return False, f"offsets computed but not stored: {res.reason}"
+        out = result.to_dict()
+        out["applied"] = applied
+        self.get_logger().info(f"force-torque offsets calibrated; stored for {', '.join(applied) or 'no sensor'}:\n"
+                               f"{result.summary()}")
+        return True, json.dumps(out)
 
     # ================================================================== diagnostics
     def _publish_diagnostics(self) -> None:

@@ -114,6 +114,7 @@ class Replayer:
                  collect: bool = False):
         self.config = config
         self.settings = NodeSettings.from_parameters(config.node)
+        self.settings.check_ft_offsets(config)
         self.plans = PlanSet(xml, config, PlanSet.plan(xml, config))
         est = self.plans.main.estimator
         self.joint_names, self.contact_names = est.joint_names, est.contact_names
@@ -293,7 +294,10 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     from rosbags.typesys import Stores, get_typestore
 
     t_start = time.perf_counter()
-    settings = NodeSettings.from_parameters(config.node)
+    try:
+        settings = NodeSettings.from_parameters(config.node)
+    except ConfigError as exc:
+        raise ReplayError(f"invalid parameters: {exc}") from None
     storage = _storage_of(output_path, storage)
     if os.path.exists(output_path):
         raise ReplayError(f"output '{output_path}' exists already: choose a new path (a bag is a directory)")
@@ -313,6 +317,8 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                                   f"has no std_msgs/String on '{topic}'. Pass --robot-description URDF")
         try:
             rep = Replayer(xml, config, namespace=namespace, node_name=node_name, collect=collect)
+        except ConfigError as exc:
+            raise ReplayError(f"invalid parameters: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - planning errors say what to change
             raise ReplayError(f"cannot plan the estimator: {type(exc).__name__}: {exc}") from None
         wanted = dict(rep.handlers)
@@ -320,6 +326,11 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
         outputs = {rep.torque_topic, *rep.wrench_topics}
         copy = [c for c in reader.connections
                 if (c.topic in wanted or c.topic == desc_topic) and c.topic not in outputs]
+        if not any(c.topic == rep.js_topic for c in copy):
+            have = ", ".join(sorted({c.topic for c in reader.connections})) or "none"
+            raise ReplayError(f"the recording has no '{rep.js_topic}' ({cdr.JOINT_STATE}), the topic that ticks the "
+                              f"estimator; its topics: {have}. Set joint_states_topic (and the sensor topics) in the "
+                              f"parameters, or --namespace for relative names")
         for c in copy:
             if c.topic in wanted and c.msgtype != wanted[c.topic][0]:
                 raise ReplayError(f"topic '{c.topic}' has type {c.msgtype} in the bag; the estimator reads "

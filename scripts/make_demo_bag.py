@@ -34,12 +34,8 @@ T0_NS = 1_700_000_000_000_000_000
 
 
 def main(argv=None) -> int:
-    from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
-    from rosbags.typesys import Stores, get_typestore
-
     from rbd_estimator.demo import share_file, simulate
     from rbd_estimator.estimation import SensorConfig
-    from rbd_estimator.ros import cdr
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=1.0)

@@ -330,3 +330,41 @@ def test_unreadable_input_and_existing_output_are_refused(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
     with pytest.raises(ReplayError, match="exists already"):
         replay_bag(BAG, str(tmp_path / "empty"), load_config(PARAMS))
+
+
+# ============================================================================ node parameters in the replay
+def _config(**overrides):
+    cfg = SensorConfig.from_yaml(PARAMS)
+    flat = cfg.to_parameters()
+    flat.update(cfg.node)
+    flat.update(overrides)
+    return SensorConfig.from_parameters(flat)
+
+
+def test_timer_tick_and_ft_offsets_parameters_are_honoured(replayed, tmp_path):
+    _, _, plain = replayed
+    base = plain.results()
+    # tick: timer at 500 Hz of log time, stamped with the latest joint state's stamp
+    s, rep = replay_bag(BAG, str(tmp_path / "timer"), _config(tick="timer", rate_hz=500.0), collect=True)
+    res = rep.results()
+    assert not s.error and abs(s.estimates - 500) <= 2
+    assert np.all(np.diff(res["times"]) >= 2_000_000) and set(res["stamps"].tolist()) <= set(base["stamps"].tolist())
+    # the timer ticks between messages: the latest IMU may be one step newer than the joint state
+    index = {int(t): k for k, t in enumerate(base["stamps"])}
+    diff = np.array([res["tau"][k] - base["tau"][index[int(st)]] for k, st in enumerate(res["stamps"])])
+    assert np.sqrt(np.mean(diff[WARMUP // 2:] ** 2)) < 0.5, np.abs(diff).max()
+    # ft_offsets.<sensor>: subtracted from every reading, as in the node
+    off = [5.0, -3.0, 10.0, 0.5, 0.2, -0.1]
+    s, rep = replay_bag(BAG, str(tmp_path / "offsets"), _config(**{"ft_offsets.l_foot_ft_sensor": off}), collect=True)
+    assert not s.error
+    assert np.array_equal(rep.inputs.ft_matrix[rep.inputs.ft_names.index("l_foot_ft_sensor")],
+                          rep.inputs.ft_raw_matrix[rep.inputs.ft_names.index("l_foot_ft_sensor")] - off)
+    assert np.abs(rep.results()["tau"] - base["tau"]).max() > 1e-3
+    with pytest.raises(ReplayError, match="no force-torque sensor 'nope'"):
+        replay_bag(BAG, str(tmp_path / "bad"), _config(**{"ft_offsets.nope": [0.0] * 6}))
+
+
+def test_missing_joint_states_topic_is_explained(tmp_path):
+    with pytest.raises(ReplayError, match="no '/robot1/joint_states'.*its topics: .*/imu"):
+        replay_bag(BAG, str(tmp_path / "o"), _config(joint_states_topic="joint_states"), namespace="/robot1")
+    assert not (tmp_path / "o").exists()

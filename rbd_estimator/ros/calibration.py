@@ -4,7 +4,7 @@ The service ``~/calibrate_ft_offsets`` (see :mod:`rbd_estimator.node`) creates a
 :class:`SampleCollector`; the tick thread hands it the latest inputs after every accepted joint
 state; when it has ``n`` samples the service thread solves
 :func:`rbd_estimator.estimation.calibration.calibrate_ft_offsets` with them. A joint velocity above
-``max_joint_velocity`` ends the collection with a refusal that names the joint: the calibration
+``max_joint_velocity`` (or an IMU angular velocity above it, in rad/s) ends the collection with a refusal that names the joint: the calibration
 assumes the declared contact situation and a robot held still.
 
 Request and response of the service. There is no custom interface generation in the standalone
@@ -14,7 +14,10 @@ setup (no rosidl build), so the service reuses ``rcl_interfaces/srv/SetParameter
 * ``contacts`` (string array, required; ``[""]`` or ``["none"]`` for no contact: hanging),
 * ``samples`` (integer, default 200),
 * ``max_joint_velocity`` (double, rad/s, default 0.05),
-* ``timeout`` (double, s, default ``samples / 100 + 5``);
+* ``timeout`` (double, s, default ``samples / 100 + 5``),
+* ``imu_angular_acceleration`` (bool, default true): add the IMU's angular-acceleration rows with
+  a zero angular acceleration (the robot is held still), which makes one posture enough while hanging
+  or on one foot (see :func:`~rbd_estimator.estimation.calibration.calibrate_ft_offsets`);
 
 and the response's single ``results[0]`` carries ``successful`` and, in ``reason``, either why the
 calibration was refused or failed, or the result as JSON: :meth:`CalibrationResult.to_dict` (offsets,
@@ -35,10 +38,13 @@ DEFAULTS = {"samples": 200, "max_joint_velocity": 0.05}
 
 def parse_request(values: dict) -> dict:
     """``{name: value}`` of the request's parameters → validated arguments (ConfigError names the problem)."""
-    unknown = set(values) - {"contacts", "samples", "max_joint_velocity", "timeout"}
+    unknown = set(values) - {"contacts", "samples", "max_joint_velocity", "timeout", "imu_angular_acceleration"}
     if unknown:
         raise ConfigError(f"unknown calibration argument(s) {sorted(unknown)}: use contacts, samples, "
-                          f"max_joint_velocity, timeout")
+                          f"max_joint_velocity, timeout, imu_angular_acceleration")
+    alpha = values.get("imu_angular_acceleration", True)
+    if not isinstance(alpha, bool):
+        raise ConfigError(f"'imu_angular_acceleration' must be true or false, got {alpha!r}")
     if "contacts" not in values:
         raise ConfigError("the request must name the contact situation: parameter 'contacts' (string array; "
                           "['none'] for hanging)")
@@ -55,14 +61,16 @@ def parse_request(values: dict) -> dict:
     timeout = values.get("timeout", n / 100.0 + 5.0)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ConfigError(f"'timeout' must be a number of seconds > 0, got {timeout!r}")
-    return {"contacts": contacts, "samples": n, "max_joint_velocity": float(vmax), "timeout": float(timeout)}
+    return {"contacts": contacts, "samples": n, "max_joint_velocity": float(vmax), "timeout": float(timeout),
+            "imu_angular_acceleration": alpha}
 
 
 class SampleCollector:
     """Samples for :func:`calibrate_ft_offsets` taken from the node's inputs at each tick."""
 
-    def __init__(self, n: int, max_joint_velocity: float, joint_names):
+    def __init__(self, n: int, max_joint_velocity: float, joint_names, imu_angular_acceleration: bool = False):
         self.n, self.vmax, self.joint_names = n, max_joint_velocity, tuple(joint_names)
+        self.zero_alpha = imu_angular_acceleration
         self.samples: list = []
         self.refusal = ""
         self.done = threading.Event()
@@ -83,9 +91,16 @@ class SampleCollector:
         imu = inputs.imu
         if imu is not None:
             from ..estimation import ImuSample
+            w = float(np.linalg.norm(imu.angular_velocity))
+            if w > self.vmax:
+                self.refusal = (f"the robot moves: the IMU turns at {w:.3g} rad/s, above max_joint_velocity "
+                                f"{self.vmax:g} rad/s; hold it still and call again")
+                self.done.set()
+                return
+            alpha = (np.zeros(3) if self.zero_alpha else
+                     None if imu.angular_acceleration is None else np.array(imu.angular_acceleration))
             imu = ImuSample(np.array(imu.orientation), np.array(imu.angular_velocity),
-                            np.array(imu.linear_acceleration),
-                            None if imu.angular_acceleration is None else np.array(imu.angular_acceleration))
+                            np.array(imu.linear_acceleration), alpha)
         sample = {"q": inputs.q.copy(), "dq": inputs.dq.copy(), "ddq": inputs.acc.value.copy(), "imu": imu,
                   "ft": inputs.ft_raw_matrix.copy()}
         if inputs.config.load_cells:

@@ -5,7 +5,9 @@ Messages are read by field name (``sensor_msgs/JointState``, ``sensor_msgs/Imu``
 the message packages too. A sample is *rejected* — counted under a reason, nothing else changes —
 when it has a non-finite value, arrays of the wrong length, a joint name the model does not
 have (or lacks one of the model's joints), a header stamp that does not increase, or a
-quaternion that is not a rotation. Freshness is the age of the latest accepted sample on the
+quaternion that is not a rotation. Force-torque readings are corrected by the ``ft_offsets.<sensor>``
+parameters (reading − offset, :func:`~rbd_estimator.estimation.calibration.apply_offsets`); the raw
+readings stay in :attr:`SensorInputs.ft_raw_matrix`. Freshness is the age of the latest accepted sample on the
 node's clock (its receipt time), compared with the sensor's ``timeout`` at each tick.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections import Counter
 import numpy as np
 
 from ..estimation import ImuSample
+from ..estimation.calibration import apply_offsets
 from .filters import DerivativeFilter
 
 #: Reasons a sample can be rejected for (diagnostics keys).
@@ -172,6 +175,11 @@ class SensorInputs:
         for i, n in enumerate(self.ft_names):
             self.ft_matrix[i] = slots[n].value
             slots[n].value = self.ft_matrix[i]
+        # the readings as received (before the offsets): what an offset calibration needs
+        self.ft_raw_matrix = self.ft_matrix.copy()
+        self._ft_row = {n: i for i, n in enumerate(self.ft_names)}
+        self._ft_offsets = {n: np.array([o], dtype=float) for n, o in getattr(settings, "ft_offsets", ())
+                            if n in self._ft_row}
         self.jt_names = tuple(config.joint_torque_sensors)
         self.jt_vector = np.zeros(len(self.jt_names))
         for i, n in enumerate(self.jt_names):
@@ -250,9 +258,9 @@ class SensorInputs:
         o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
         quat = (o.x, o.y, o.z, o.w)
         vals = quat + (w.x, w.y, w.z, a.x, a.y, a.z)
-        if not all(math.isfinite(v) for v in vals):
+        if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):   # see on_wrench
             return slot.reject("non_finite")
-        norm = math.sqrt(sum(v * v for v in quat))
+        norm = math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3])
         if abs(norm - 1.0) > 1e-2:
             return slot.reject("bad_orientation")
         t = stamp_ns(msg.header.stamp)
@@ -289,7 +297,13 @@ class SensorInputs:
         t = stamp_ns(msg.header.stamp)
         if not slot.check_stamp(t):
             return slot.reject("stamp_not_increasing")
-        slot.value[:] = vals
+        raw = self.ft_raw_matrix[self._ft_row[name]]
+        raw[:] = vals
+        off = self._ft_offsets.get(name) if self._ft_offsets else None
+        if off is None:
+            slot.value[:] = raw
+        else:                                   # ft_offsets.<name>: reading − offset
+            slot.value[:] = apply_offsets(raw[None, :], off)[0]
         slot.stamp_ns, slot.receipt_ns, slot.ready = t, now_ns, True
         slot.received += 1
         return True

@@ -40,6 +40,8 @@ NEEDS_CONFIGURE = frozenset({"robot_description", "robot_description_topic", "ro
 NEEDS_REACTIVATE = frozenset({"joint_states_topic", "joint_torque_topic", "tick", "rate_hz"})
 
 TICK_SOURCES = ("joint_states", "timer")
+#: Prefix of the force-torque offset parameters (``ft_offsets.<sensor>``: [fx, fy, fz, tx, ty, tz]).
+FT_OFFSETS = "ft_offsets"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class NodeSettings:
     oracle_tolerance: float
     diagnostics_period: float
     prepare_fallbacks: bool
+    #: ``((sensor, (fx, fy, fz, tx, ty, tz)), ...)`` from the ``ft_offsets.<sensor>`` parameters:
+    #: subtracted from every reading of that sensor (:func:`~rbd_estimator.estimation.calibration.apply_offsets`)
+    ft_offsets: tuple = ()
 
     @classmethod
     def from_parameters(cls, node_params: dict) -> "NodeSettings":
@@ -90,7 +95,29 @@ class NodeSettings:
                 raise ConfigError(f"parameter '{name}' must be > 0, got {kw[name]!r}")
         if not kw["joint_states_topic"]:
             raise ConfigError("parameter 'joint_states_topic' must name a topic")
+        offsets = []
+        for name, value in sorted(node_params.items()):
+            if not name.startswith(FT_OFFSETS + "."):
+                continue
+            sensor = name[len(FT_OFFSETS) + 1:]
+            try:
+                vals = tuple(float(x) for x in value)
+            except (TypeError, ValueError):
+                vals = ()
+            if not sensor or "." in sensor or len(vals) != 6 or not all(math.isfinite(x) for x in vals):
+                raise ConfigError(f"parameter '{name}' must be six finite numbers [fx, fy, fz, tx, ty, tz] "
+                                  f"(N, N·m; reading = true + offset), got {value!r}")
+            offsets.append((sensor, vals))
+        kw["ft_offsets"] = tuple(offsets)
         return cls(**kw)
+
+    def check_ft_offsets(self, config) -> None:
+        """ConfigError for an ``ft_offsets.<sensor>`` that names no configured force-torque sensor."""
+        names = {s.name for s in config.ft_sensors}
+        for sensor, _ in self.ft_offsets:
+            if sensor not in names:
+                raise ConfigError(f"parameter '{FT_OFFSETS}.{sensor}': no force-torque sensor '{sensor}' in "
+                                  f"ft_sensors ({', '.join(sorted(names)) or 'none'})")
 
     def joint_torque_source(self) -> str:
         """The topic that carries the joint-torque sensors."""
