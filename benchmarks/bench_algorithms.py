@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
-import time
 
 import numpy as np
 
@@ -24,34 +22,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test")]
 
 import pinocchio as pin  # noqa: E402
+from common import machine, median_us  # noqa: E402
 
 from oracle import Pair, urdf_xml  # noqa: E402
 from rbd_estimator.dynamics import (aba, crba, forward_dynamics_ltdl, ltdl, minverse,  # noqa: E402
                                     rnea)
-
-
-def median_us(fn, calls: int) -> float:
-    """Median wall time of ``fn()`` in µs over ``calls`` calls, after ``calls // 10`` warm-up calls."""
-    for _ in range(max(1, calls // 10)):
-        fn()
-    t = np.empty(calls)
-    for k in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        t[k] = time.perf_counter() - t0
-    return float(np.median(t) * 1e6)
-
-
-def cpu_model() -> str:
-    """``platform.processor()``, with the CPU model name from /proc/cpuinfo where there is one."""
-    name = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            name = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    proc = platform.processor() or platform.machine()
-    return f"{proc} ({name})" if name else proc
 
 
 def main() -> None:
@@ -83,18 +58,16 @@ def main() -> None:
 
     print(f"robot: {args.robot} ({'fixed' if args.fixed else 'floating'} base), "
           f"NB = {m.NB} bodies, nv = {m.nv}, {int(np.sum(m.joint_dofs == 0))} 0-DoF bodies")
-    print(f"machine: {cpu_model()}, os.cpu_count() = {os.cpu_count()}, "
-          f"{platform.system()} {platform.release()}")
-    print(f"python {platform.python_version()}, numpy {np.__version__}, pinocchio {pin.__version__}")
+    print(f"machine: {machine()}")
     print(f"medians of {calls} calls (ours) and {pin_calls} calls (pinocchio), after warm-up\n")
     print(f"{'ours':<24}{'µs':>10}   {'pinocchio':<18}{'µs':>8}{'ratio':>9}")
     print("-" * 71)
     for name, fn, pname, pfn in rows:
-        ours = median_us(fn, calls)
+        ours = median_us(fn, calls, warmup=calls // 10)
         if pfn is None:
             print(f"{name:<24}{ours:>10.1f}   {'—':<18}{'':>8}{'':>9}")
             continue
-        ref = median_us(pfn, pin_calls)
+        ref = median_us(pfn, pin_calls, warmup=pin_calls // 10)
         print(f"{name:<24}{ours:>10.1f}   {pname:<18}{ref:>8.2f}{ours / ref:>9.0f}")
 
 

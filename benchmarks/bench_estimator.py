@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 import tracemalloc
@@ -25,8 +24,9 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test")]
 
-import numba  # noqa: E402
+import numba  # noqa: E402,F401
 import pinocchio as pin  # noqa: E402
+from common import machine, median_us  # noqa: E402
 
 from groundtruth import GroundTruth  # noqa: E402
 from oracle import urdf_xml  # noqa: E402
@@ -35,30 +35,6 @@ from rbd_estimator.estimation import Estimator, SensorConfig  # noqa: E402
 
 ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
            "l_arm_ft_sensor", "r_arm_ft_sensor"]
-
-
-def median_us(fn, calls: int) -> float:
-    """Median wall time of ``fn()`` in µs over ``calls`` calls, after ``calls // 10`` warm-up calls."""
-    for _ in range(max(100, calls // 10)):
-        fn()
-    t = np.empty(calls)
-    for k in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        t[k] = time.perf_counter() - t0
-    return float(np.median(t) * 1e6)
-
-
-def machine() -> str:
-    name = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            name = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    return (f"{platform.machine()} {name or platform.processor()}, {os.cpu_count()} CPUs, {platform.system()} "
-            f"{platform.release()}; Python {platform.python_version()}, numpy {np.__version__}, "
-            f"numba {numba.__version__}, pinocchio {pin.__version__}")
 
 
 def main() -> None:

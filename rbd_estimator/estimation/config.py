@@ -114,14 +114,7 @@ class SensorConfig:
     def from_yaml(cls, path, node_name: str | None = None) -> "SensorConfig":
         """Read a ROS 2 parameter file (``<node>: ros__parameters: ...``). With several nodes in
         the file, ``node_name`` picks one (``/**`` wildcard sections are merged first)."""
-        import yaml
-        try:
-            with open(path, encoding="utf-8") as fh:
-                doc = yaml.safe_load(fh)
-        except OSError as exc:
-            raise ConfigError(f"cannot read parameter file '{path}': {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"parameter file '{path}' is not valid YAML: {exc}") from exc
+        doc = read_yaml(path, ConfigError, "parameter file")
         return cls.from_parameters(flatten(ros_parameters(doc, node_name, str(path))))
 
     @classmethod
@@ -191,6 +184,18 @@ class SensorConfig:
 
 
 # ---------------------------------------------------------------------------- parameter files
+def read_yaml(path, error: type, what: str):
+    """The YAML document at ``path``; ``error(...)`` naming the file when it cannot be read."""
+    import yaml
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except OSError as exc:
+        raise error(f"cannot read {what} '{path}': {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise error(f"{what} '{path}' is not valid YAML: {exc}") from exc
+
+
 def ros_parameters(doc, node_name: str | None, source: str) -> dict:
     """The ``ros__parameters`` dictionary of a ROS 2 parameter file's document."""
     if not isinstance(doc, dict) or not doc:

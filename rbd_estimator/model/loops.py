@@ -385,14 +385,8 @@ class LoopConfig:
     def from_yaml(cls, path, node_name: str | None = None) -> "LoopConfig":
         """Read a YAML file: either a plain mapping with the keys above or a ROS 2 parameter file
         (``<node>: ros__parameters: ...``; ``node_name`` picks a node when there are several)."""
-        import yaml
-        try:
-            with open(path, encoding="utf-8") as fh:
-                doc = yaml.safe_load(fh)
-        except OSError as exc:
-            raise ModelError(f"cannot read loop file '{path}': {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ModelError(f"loop file '{path}' is not valid YAML: {exc}") from exc
+        from ..estimation.config import read_yaml
+        doc = read_yaml(path, ModelError, "loop file")
         if not isinstance(doc, dict):
             raise ModelError(f"loop file '{path}' must hold a mapping with 'loops' (and 'bodies')")
         sections = [k for k, v in doc.items() if isinstance(v, dict) and "ros__parameters" in v]
