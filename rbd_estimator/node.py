@@ -352,6 +352,11 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def _make_oracle(self, xml, config, plans, settings):
         if settings.oracle_every_n == 0:
             return None
+        if hasattr(plans.main.estimator, "tree"):     # a LoopEstimator: the URDF alone has no rotors
+            self._oracle_error = ("pinocchio cross-check off: the configuration declares loops, and "
+                                  "pinocchio's model of the URDF alone has no rotors")
+            self.get_logger().info(self._oracle_error)
+            return None
         try:
             from .ros.oracle import PinocchioOracle
             est = plans.main.estimator

@@ -908,3 +908,56 @@ def test_shipped_models_load_in_both_libraries_and_are_up_to_date():
     assert {"imu_link", "l_sole", "r_sole"} <= set(m.frames)
     assert {s.name for s in m.ft_sensors} == {"l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor",
                                                "r_foot_ft_sensor", "l_arm_ft_sensor", "r_arm_ft_sensor"}
+
+
+# ============================================================================ loops (issue 5)
+class LoopTrajectory:
+    """A :class:`Trajectory` of the spanning tree with rotors whose joints follow the loops
+    (``q = G y``): the node sees the actuated joints ``y`` and must publish ``τ_y = Gᵀ τ_q``."""
+
+    def __init__(self, lest, seed=0):
+        self.est, self.cfg, self.G = lest, lest.config, lest.G
+        self.tree = Trajectory(lest.estimator, seed=seed)
+        rng = np.random.default_rng(seed + 100)
+        ny = len(lest.joint_names)
+        self.y0, self.vy, self.ay = rng.uniform(-0.4, 0.4, ny), rng.normal(0, 0.5, ny), rng.normal(0, 2.0, ny)
+        self.tree.q0, self.tree.v0, self.tree.a = self.G @ self.y0, self.G @ self.vy, self.G @ self.ay
+
+    def stamp(self, k):
+        return self.tree.stamp(k)
+
+    def frame(self, k):
+        f = dict(self.tree.frame(k))
+        t = k * self.tree.dt_ns * 1e-9
+        f.update(q=self.y0 + self.vy * t + 0.5 * self.ay * t * t, dq=self.vy + self.ay * t,
+                 tau=self.G.T @ f["tau"])
+        return f
+
+
+def test_end_to_end_rotor_humanoid_publishes_actuator_efforts(ros, humanoid):
+    """With loops declared (a rotor geared to every joint), the node plans a LoopEstimator and
+    publishes the actuator efforts, named by the actuated joints, equal to the truth."""
+    from rbd_estimator.estimation.loops import estimator_for
+    xml, _ = humanoid
+    loops_file = os.path.join(ROOT, "config", "humanoid_loops.yaml")
+    params = params_from_yaml(HUMANOID_YAML, xml, prepare_fallbacks=False, loops_file=loops_file)
+    lest = estimator_for(xml, SensorConfig.from_parameters(params))
+    assert hasattr(lest, "tree") and lest.G.shape == (len(lest.estimator.joint_names), len(lest.joint_names))
+    ns = unique_ns("loops")
+    node = ros.estimator(params, ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure"), node.last_error
+        assert ros.transition(node, "activate")
+        sim = Sim(ros, node, LoopTrajectory(lest, seed=3), ns)
+        n = 20
+        for k in range(n):
+            sim.step(k, expect_output=k > 0)
+        assert max(sim.error(k) for k in range(1, n)) <= TOL
+        assert sim.all_finite()
+        lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: "oracle_error" in v)
+        assert "loops" in v["oracle_error"]
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)

@@ -306,3 +306,13 @@ def _joint_G(tree: ClusterTree, tree_joints) -> np.ndarray:
     ypos = {int(v): k for k, v in enumerate(tree.y_v_idx)}
     cols = [ypos[int(m.v_idx[m.body_joint_names.index(j)])] for j in tree.independent_joint_names]
     return np.ascontiguousarray(Gfull[np.ix_(rows, cols)])
+
+
+def estimator_for(xml: str, config: SensorConfig, base_dir: str | None = None):
+    """The estimator a sensor configuration asks for: a :class:`LoopEstimator` when it declares
+    loops (``loops`` / ``bodies`` / ``loops_file`` among its parameters), else an
+    :class:`~rbd_estimator.estimation.Estimator`. The node and replay plan through this."""
+    loops = LoopConfig.from_sensor_parameters(config.node, base_dir)
+    if loops.loops or loops.bodies:
+        return LoopEstimator.from_urdf(xml, config, loops, base_dir=base_dir)
+    return Estimator.from_urdf(xml, config)

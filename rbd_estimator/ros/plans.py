@@ -13,6 +13,7 @@ import threading
 
 from ..errors import ConfigError, IllPosedError, ModelError
 from ..estimation import Estimator
+from ..estimation.loops import estimator_for
 
 
 class Plan:
@@ -53,8 +54,9 @@ class PlanSet:
 
     @classmethod
     def plan(cls, xml: str, config) -> Estimator:
-        """Plan the full set; raises ModelError / ConfigError / IllPosedError with the reason."""
-        return Estimator.from_urdf(xml, config)
+        """Plan the full set; raises ModelError / ConfigError / IllPosedError with the reason.
+        A configuration that declares loops gets a :class:`LoopEstimator` (actuator efforts)."""
+        return estimator_for(xml, config)
 
     # ------------------------------------------------------------------ lookup (tick path)
     def lookup(self, missing: frozenset):
@@ -82,7 +84,7 @@ class PlanSet:
             return
         cfg = without(self.config, missing)
         try:
-            est = Estimator.from_urdf(self.xml, cfg)
+            est = estimator_for(self.xml, cfg)
         except (ModelError, ConfigError, IllPosedError) as exc:
             self.unavailable[missing] = str(exc)
             return
