@@ -522,3 +522,28 @@ def test_loops_from_sensor_configuration(tmp_path):
     assert LoopConfig.from_sensor_parameters(cfg.node).to_parameters() == expected
     with pytest.raises(ModelError, match="not both"):
         LoopConfig.from_sensor_parameters(dict(cfg.node, loops_file="leg_loops.yaml"), str(tmp_path))
+
+
+def test_ltdl_factorises_the_cluster_jsim_without_fill_in():
+    """Featherstone's LTDL on the cluster tree (the earlier issue's tree algorithm applied to the
+    cluster tree): H_y = CE-CRBA, expanded parent array of the clusters, zero fill-in, and the
+    solve equals a dense one."""
+    from rbd_estimator.dynamics import ce_crba, ltdl, solve_L, solve_Lt
+    for name in ("mit_leg", "four_bar_knee", "rotor_chain"):
+        tree = pair_tree(name)
+        rng = np.random.default_rng(7)
+        y = rng.uniform(-0.5, 0.5, tree.ny)
+        H = ce_crba(tree, y)
+        perm, lam = tree.jsim_order()
+        Hp = H[np.ix_(perm, perm)]
+        L, d = ltdl(Hp, lam)
+        anc = [set() for _ in lam]
+        for i, p in enumerate(lam):
+            anc[i] = ({p} | anc[p]) if p >= 0 else set()
+        for i in range(len(lam)):
+            for j in range(i):
+                if j not in anc[i]:
+                    assert L[i, j] == 0.0, (name, i, j)
+        b = rng.normal(size=len(lam))
+        x = solve_L(L, lam, solve_Lt(L, lam, b, unit=True) / d, unit=True)
+        np.testing.assert_allclose(x, np.linalg.solve(Hp, b), rtol=1e-9, atol=1e-12)

@@ -226,6 +226,22 @@ class ClusterTree:
         """Size of the independent configuration ``y``."""
         return len(self.y_q_idx)
 
+    def jsim_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(perm, λ)`` for Featherstone's sparse factorisation of ``H_y`` on the cluster tree:
+        ``H_y[perm][:, perm]`` has its rows in regular cluster order, and ``λ`` is the expanded
+        parent array of the cluster tree (§2: a cluster with n_k independent coordinates is a chain
+        of n_k rows hanging from the last row of its parent cluster), so :func:`ltdl` factorises it
+        with no fill-in."""
+        perm, lam, last = [], [], {}
+        for c in self.clusters:
+            prev = last.get(c.parent, -1)
+            for v in c.y_v:
+                lam.append(prev)
+                prev = len(perm)
+                perm.append(int(v))
+            last[c.index] = prev
+        return np.asarray(perm, dtype=np.int64), np.asarray(lam, dtype=np.int64)
+
     @property
     def nvy(self) -> int:
         """Size of the independent velocity ``ẏ`` (and of ``ÿ`` and ``τ``)."""
