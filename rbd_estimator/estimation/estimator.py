@@ -22,6 +22,7 @@ from . import structured
 from .config import SensorConfig
 from .layout import SystemLayout, motion_axes
 from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
+from .checks import first_non_finite
 from .sparse_lu import gather, lu_solve, numeric_lu
 
 
@@ -460,14 +461,6 @@ def _kinematics(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu
             rsrc[r_imu_wv + a] = wv[a]
 
 
-@nb.njit(cache=True, nogil=True)
-def _first_bad(x):
-    for k in range(x.shape[0]):
-        if not np.isfinite(x[k]):
-            return k
-    return -1
-
-
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _tick(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
           E, r, v, c, nu, Xa0, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_imu_acc, r_imu_alpha, r_ft,
@@ -475,13 +468,8 @@ def _tick(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body,
           Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
     """One estimate. Returns 0, or 1 for a non-finite input (``info[0]`` = which, ``info[1]`` =
     index), or 2 for a non-finite result."""
-    inputs = (q, dq, ddq, imu, ft, cells, jt, ext)
-    for k in range(8):
-        bad = _first_bad(inputs[k])
-        if bad >= 0:
-            info[0] = k + 1
-            info[1] = bad
-            return 1
+    if first_non_finite((q, dq, ddq, imu, ft, cells, jt, ext), info):
+        return 1
     _kinematics(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
                 q, dq, imu[4:7], E, r, v, c, nu, Xa0, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
     rsrc[r_qdd:r_qdd + ddq.shape[0]] = ddq

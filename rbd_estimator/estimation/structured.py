@@ -53,6 +53,7 @@ from numba import types as nbt
 
 from ..errors import ConfigError
 from ..model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
+from .checks import first_non_finite
 from .layout import motion_axes
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -536,14 +537,6 @@ def _self_check(est, solver: StructuredSolver, seed: int = 7, count: int = 2):
 # Indices are cast to unsigned (``_u``): numba checks every signed index for a negative value to
 # wrap around, which costs up to 2.7× in these short loops; all indices here are non-negative.
 _u = np.uint64
-
-
-@nb.njit(**_JIT)
-def _first_bad(x):
-    for k in range(x.shape[0]):
-        if not np.isfinite(x[_u(k)]):
-            return k
-    return -1
 
 
 @nb.njit(**_JIT)
@@ -1264,34 +1257,7 @@ def structured_tick(ip, fp, w, E3, V2, xsol, q, dq, ddq, imu_q, imu_w, imu_a, im
         imu_buf[_u(7 + k)] = imu_a[_u(k)]
         imu_buf[_u(10 + k)] = imu_al[_u(k)]
     # ---- inputs must be finite (same codes as the generic tick)
-    bad = _first_bad(q)
-    if bad >= 0:
-        info[0], info[1] = 1, bad
-        return 1
-    bad = _first_bad(dq)
-    if bad >= 0:
-        info[0], info[1] = 2, bad
-        return 1
-    bad = _first_bad(ddq)
-    if bad >= 0:
-        info[0], info[1] = 3, bad
-        return 1
-    bad = _first_bad(imu_buf)
-    if bad >= 0:
-        info[0], info[1] = 4, bad
-        return 1
-    for k in range(ft.shape[0]):
-        for a in range(6):
-            if not np.isfinite(ft[k, a]):
-                info[0], info[1] = 5, 6 * k + a
-                return 1
-    bad = _first_bad(cells)
-    if bad >= 0:
-        info[0], info[1] = 6, bad
-        return 1
-    bad = _first_bad(jtau)
-    if bad >= 0:
-        info[0], info[1] = 7, bad
+    if first_non_finite((q, dq, ddq, imu_buf, ft.reshape(ft.shape[0] * 6), cells, jtau), info):
         return 1
     E = E3.reshape(NB * 9)
     V = V2.reshape(NB * 6)
