@@ -70,6 +70,9 @@ SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FA
 #: a tick uses the latest sample of each input, and a node that falls behind drops ticks instead of
 #: queueing them (a queue of 10 joint states at 1 kHz adds 10 ms of latency).
 INPUT_QOS = QoSProfile(depth=1, history=QoSHistoryPolicy.KEEP_LAST, reliability=QoSReliabilityPolicy.BEST_EFFORT)
+# joint states tick the node: a short queue, so that a burst from the middleware is ticked through
+# instead of overwritten (the tick thread drains it in one wait; sensors keep only their latest)
+TRIGGER_QOS = QoSProfile(depth=10, history=QoSHistoryPolicy.KEEP_LAST, reliability=QoSReliabilityPolicy.BEST_EFFORT)
 OUTPUT_QOS = QoSProfile(depth=10)
 DESCRIPTION_QOS = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=QoSReliabilityPolicy.RELIABLE)
@@ -396,7 +399,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def _create_subscriptions(self) -> None:
         s, cfg = self._settings, self._config
         self._subs["joint_states"] = self._io.create_subscription(
-            JointState, s.joint_states_topic, self._on_joint_state, INPUT_QOS)
+            JointState, s.joint_states_topic, self._on_joint_state, TRIGGER_QOS)
         self._io_spinner.last_topics = {self._subs["joint_states"].topic_name}   # ticks see their sensors
         self._tick_on_js = s.tick == "joint_states"
         self._jt_from_js = bool(cfg.joint_torque_sensors) and s.joint_torque_source() == s.joint_states_topic
