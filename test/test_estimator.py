@@ -235,3 +235,54 @@ def test_pivot_fallback_reproduces_the_planned_solve():
     assert est._robust_solve() == 0 and est.pivot_fallbacks == 1
     np.testing.assert_allclose(est.result.tau, planned, atol=1e-9)
     np.testing.assert_allclose(est.result.tau, truth["tau"], atol=1e-8)
+
+
+def test_generic_tick_allocates_nothing_but_argument_boxing():
+    """The generic compiled tick (kinematics, gather, LU, solve) makes exactly as many numba
+    runtime allocations per call as a do-nothing compiled function given the same arguments."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import sys
+        import numba as nb
+        import numpy as np
+        from numba.core.runtime import rtsys
+        sys.path.insert(0, "test")
+        from groundtruth import GroundTruth
+        from oracle import urdf_xml
+        from test_estimator import icub_config
+        from rbd_estimator import RobotModel
+        from rbd_estimator.estimation import Estimator
+        from rbd_estimator.estimation import estimator as E
+        est = Estimator(RobotModel.from_urdf(urdf_xml("icub"), floating_base=True), icub_config(),
+                        solver="generic")
+        inputs, _ = GroundTruth(urdf_xml("icub"), est).sample(np.random.default_rng(0))
+        args = None
+        real = E._tick
+        def capture(*a):
+            global args
+            args = a
+            return real(*a)
+        E._tick = capture
+        est.estimate(**inputs)
+        E._tick = real
+        names = ", ".join(f"a{k}" for k in range(len(args)))
+        nothing = nb.njit(eval(f"lambda {names}: 0"))
+        def count(f, n=50):
+            f(*args)
+            a0 = rtsys.get_allocation_stats().alloc
+            for _ in range(n):
+                f(*args)
+            return rtsys.get_allocation_stats().alloc - a0
+        print(count(real), count(nothing))
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_NRT_STATS="1",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    res = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    tick, nothing = map(int, res.stdout.split()[-2:])
+    assert tick == nothing, (tick, nothing)

@@ -48,6 +48,7 @@ class SparseForwardDynamics:
         self._S_free = S_FREE
         self._E, self._r = np.zeros((NB, 3, 3)), np.zeros((NB, 3))
         self._X = np.zeros((NB, 6, 6))
+        self._work = np.zeros(21)
         self._v, self._c, self._nu, self._Xa0 = (np.zeros((NB, 6)) for _ in range(4))
         self._a0 = np.concatenate([np.zeros(3), -m.gravity])
         self._src, self._rsrc = np.zeros(1 + 36 * NB), np.zeros(self.n_rsrc)
@@ -112,13 +113,14 @@ class SparseForwardDynamics:
 
     def _kinematics(self, q, dq):
         m = self.model
-        kin.joint_transforms(m.joint_types, m.axes, m.E_tree, m.r_tree, m.q_idx, q, self._E, self._r)
+        kin.joint_transforms(m.joint_types, m.axes, m.E_tree, m.r_tree, m.q_idx, q, self._E, self._r,
+                             self._work[:9].reshape(3, 3))
         for i in range(m.NB):
             kin.plux_into(self._E[i], self._r[i], self._X[i])
         self._src[1:] = self._X.reshape(-1)
         v0 = S_FREE @ dq[:6] if m.floating_base else np.zeros(6)
         kin.velocity_pass(m.parents, m.joint_types, self._S, m.v_idx, self._X, dq, v0, self._a0,
-                          self._v, self._c, self._nu, self._Xa0, m.inertias)
+                          self._v, self._c, self._nu, self._Xa0, m.inertias, self._work[9:15], self._work[15:21])
         if m.floating_base:     # ⁰X_w a_w: gravity in base coordinates
             self._rsrc[self._r_g0 + 3:self._r_g0 + 6] = quat_to_R(q[3:7]).T @ self._a0[3:]
 

@@ -24,13 +24,6 @@ _JIT = dict(cache=True, nogil=True)
 
 
 @nb.njit(**_JIT)
-def _cross(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@nb.njit(**_JIT)
 def _axis_rotation_T(axis, angle, E):
     """``E = R(axis, angle)ᵀ`` (Rodrigues): rotates parent-joint coordinates into body coordinates."""
     s, c = np.sin(angle), np.cos(angle)
@@ -48,38 +41,35 @@ def _axis_rotation_T(axis, angle, E):
 
 
 @nb.njit(**_JIT)
-def _quat_to_R(qx, qy, qz, qw, R):
-    n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
-    x, y, z, w = qx / n, qy / n, qz / n, qw / n
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - z * w)
-    R[0, 2] = 2 * (x * z + y * w)
-    R[1, 0] = 2 * (x * y + z * w)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - x * w)
-    R[2, 0] = 2 * (x * z - y * w)
-    R[2, 1] = 2 * (y * z + x * w)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
+def matvec_into(M, x, out):
+    """``out = M x`` without allocating (numba's ``@`` allocates its result)."""
+    for a in range(M.shape[0]):
+        s = 0.0
+        for b in range(M.shape[1]):
+            s += M[a, b] * x[b]
+        out[a] = s
 
 
 @nb.njit(**_JIT)
-def joint_transforms(jtype, axes, E_tree, r_tree, q_of_body, q, E, r):
+def joint_transforms(jtype, axes, E_tree, r_tree, q_of_body, q, E, r, EJ):
     """``ⁱX_λ(i) = plux(E[i], r[i]) = X_J(q_i) X_T(i)`` for every body, as rotation and translation.
     ``q_of_body[i]`` is the index of body i's joint position in ``q`` (joints only; -1 if none).
-    The free-flyer body's transform is left as ``X_T`` (its pose enters through the IMU)."""
-    EJ = np.empty((3, 3))
+    The free-flyer body's transform is left as ``X_T`` (its pose enters through the IMU).
+    ``EJ``: a 3×3 work array."""
     for i in range(jtype.shape[0]):
         t = jtype[i]
+        E[i] = E_tree[i]
+        r[i] = r_tree[i]
         if t == REVOLUTE:
             _axis_rotation_T(axes[i], q[q_of_body[i]], EJ)
-            E[i] = EJ @ E_tree[i]
-            r[i] = r_tree[i]
+            for a in range(3):
+                for b in range(3):
+                    E[i, a, b] = EJ[a, 0] * E_tree[i, 0, b] + EJ[a, 1] * E_tree[i, 1, b] + EJ[a, 2] * E_tree[i, 2, b]
         elif t == PRISMATIC:
-            E[i] = E_tree[i]
-            r[i] = r_tree[i] + E_tree[i].T @ (axes[i] * q[q_of_body[i]])
-        else:
-            E[i] = E_tree[i]
-            r[i] = r_tree[i]
+            d = q[q_of_body[i]]
+            for a in range(3):
+                for b in range(3):
+                    r[i, a] += E_tree[i, b, a] * axes[i, b] * d
 
 
 @nb.njit(**_JIT)
@@ -123,12 +113,11 @@ def force_cross(v, f, out):
 
 
 @nb.njit(**_JIT)
-def velocity_pass(parents, jtype, S, v_of_body, X, dq, v0, a0, v, c, nu, Xa0, inertias):
+def velocity_pass(parents, jtype, S, v_of_body, X, dq, v0, a0, v, c, nu, Xa0, inertias, vJ, Iv):
     """Nori eq. (2) forward: ``v_i = X_i v_λ(i) + S_i q̇_i``; the bias terms ``c_i``, ``ν_i`` of
     eq. (3) and ``X_i a_0`` for bodies on the fixed base. ``v0`` is the floating base's velocity
-    (ignored for a fixed base); ``S[i]`` is body i's 1-DoF motion axis (zero otherwise)."""
-    vJ = np.empty(6)
-    Iv = np.empty(6)
+    (ignored for a fixed base); ``S[i]`` is body i's 1-DoF motion axis (zero otherwise).
+    ``vJ``, ``Iv``: 6-vector work arrays."""
     for i in range(parents.shape[0]):
         p = parents[i]
         if jtype[i] == FREE:
@@ -139,16 +128,18 @@ def velocity_pass(parents, jtype, S, v_of_body, X, dq, v0, a0, v, c, nu, Xa0, in
             for k in range(6):
                 vJ[k] = S[i, k] * qd
             if p >= 0:
-                v[i] = X[i] @ v[p] + vJ
+                matvec_into(X[i], v[p], v[i])
+                for k in range(6):
+                    v[i, k] += vJ[k]
             else:
                 v[i] = vJ
         if p < 0 and jtype[i] != FREE:
-            Xa0[i] = X[i] @ a0
+            matvec_into(X[i], a0, Xa0[i])
         else:
             Xa0[i] = 0.0
         if jtype[i] == FREE:
             c[i] = 0.0
         else:
             motion_cross(v[i], vJ, c[i])
-        Iv[:] = inertias[i] @ v[i]
+        matvec_into(inertias[i], v[i], Iv)
         force_cross(v[i], Iv, nu[i])
