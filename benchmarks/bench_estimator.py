@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 import tracemalloc
 
 import numpy as np
@@ -24,7 +23,6 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test")]
 
-import numba  # noqa: E402,F401
 import pinocchio as pin  # noqa: E402
 from common import machine, median_us  # noqa: E402
 

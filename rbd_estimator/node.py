@@ -35,7 +35,6 @@ import threading
 import time
 from functools import partial
 
-import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "skew", "crm", "crf", "rot", "xlt", "plux", "inv_plux", "motion_X", "force_X",
+    "skew", "crm", "crf", "rot", "xlt", "plux", "force_X",
     "mcI", "inertia_from_mcI", "rpy_to_E", "quat_to_R", "axis_angle_to_R",
     "wrench_to_force", "force_to_wrench",
 ]
@@ -66,16 +66,6 @@ def plux(E: np.ndarray, r: np.ndarray) -> np.ndarray:
     X[:3, :3] = E
     X[3:, 3:] = E
     X[3:, :3] = -E @ skew(r)
-    return X
-
-
-def inv_plux(E: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(E, r) of ``ᴬX_B`` given those of ``ᴮX_A``: ``(Eᵀ, -E r)``."""
-    return E.T, -E @ r
-
-
-def motion_X(X: np.ndarray) -> np.ndarray:
-    """Return ``X`` itself; named for symmetry with :func:`force_X`."""
     return X
 
 

@@ -76,7 +76,7 @@ class LoopTruth(GroundTruth):
         self.G = oracle_G(LoopPair(xml, loops, floating_base=True), self.model.joint_names, self.indep)
 
     def sample(self, rng, wrench_scale=50.0):
-        cfg, ny = self.cfg, len(self.indep)
+        ny = len(self.indep)
         y, dy, ddy = rng.uniform(-1.2, 1.2, ny), rng.normal(size=ny), rng.normal(size=ny)
         qj, vj, aj = self.G @ y, self.G @ dy, self.G @ ddy
         quat = rng.normal(size=4)

@@ -671,7 +671,6 @@ def test_bad_input_is_rejected_counted_and_ticks_go_on(ros, humanoid):
         for _ in range(3):
             sim.step(k, expect_output=k > 0)
             k += 1
-        nj = len(est.joint_names)
         bad = []
         q_nan = sim.traj.frame(k)["q"].copy()
         q_nan[3] = float("nan")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from groundtruth import GroundTruth
 from oracle import urdf_xml
-from test_estimator import FEET, ICUB_FT, icub_config, talos_config  # noqa: F401
+from test_estimator import icub_config, talos_config
 from trees import tree_urdf
 
 from rbd_estimator import ConfigError, RobotModel

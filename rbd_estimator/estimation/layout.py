@@ -26,8 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError, ModelError
-from ..model.robot_model import FIXED, FREE, RobotModel
-from ..spatial import plux
+from ..model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE, RobotModel
 from .config import SensorConfig
 
 # Contact models B_c (columns in Featherstone order [n; f] of the contact frame) and the names of
@@ -345,12 +344,11 @@ class SystemLayout:
             rows.append(k), cols.append(self.col("tau", joint)), vals.append(1.0)
         P = featherstone_to_boundary()
         o = nj
-        for c, frame, B in self.contacts:
-            full = B  # Featherstone wrench = B h ; boundary = P-reordered
+        for c, frame, B in self.contacts:         # Featherstone wrench B h, reordered to [f; n]
             for a in range(6):
                 for b in range(B.shape[1]):
-                    if full[P[a], b]:
-                        rows.append(o + a), cols.append(self.col("h", c.name) + b), vals.append(full[P[a], b])
+                    if B[P[a], b]:
+                        rows.append(o + a), cols.append(self.col("h", c.name) + b), vals.append(B[P[a], b])
             o += 6
         self.kept_joints = [m.body_joint_names[i] for i in range(m.NB) if m.joint_types[i] == FIXED]
         for joint in self.kept_joints:
@@ -378,7 +376,6 @@ def _axis(model: RobotModel, i: int) -> np.ndarray:
     """Motion axis ``S_i`` (6,) of a 1-DoF joint in body coordinates; zeros otherwise."""
     S = np.zeros(6)
     if model.joint_dofs[i] == 1:
-        from ..model.robot_model import PRISMATIC, REVOLUTE
         if model.joint_types[i] == REVOLUTE:
             S[:3] = model.axes[i]
         elif model.joint_types[i] == PRISMATIC:
@@ -389,8 +386,3 @@ def _axis(model: RobotModel, i: int) -> np.ndarray:
 def motion_axes(model: RobotModel) -> np.ndarray:
     """``S`` of every body as an (NB, 6) array (zero rows for fixed and free joints)."""
     return np.array([_axis(model, i) for i in range(model.NB)])
-
-
-def x_tree(model: RobotModel, i: int) -> np.ndarray:
-    """Constant ``X_T(i)``."""
-    return plux(model.E_tree[i], model.r_tree[i])
