@@ -29,6 +29,7 @@ No mathematics here: see :mod:`rbd_estimator.ros` for the helpers and
 """
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import threading
@@ -52,7 +53,7 @@ from std_msgs.msg import Float64MultiArray, String
 
 from .errors import ConfigError, IllPosedError, ModelError
 from .estimation import SensorConfig
-from .ros import convert
+from .ros import cdr
 from .ros.blas import limit_blas_threads
 from .ros.calibration import SampleCollector, parse_request
 from .ros.fast_spin import WaitSetSpinner
@@ -200,6 +201,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 plans = PlanSet(xml, config, PlanSet.plan(xml, config))
                 oracle = self._make_oracle(xml, config, plans, settings)
                 inputs = SensorInputs(plans.main.estimator.joint_names, config, settings)
+                inputs.warm_up()
             except Exception as exc:  # every failure is reported the same way; nothing was kept
                 self.last_error = advice(exc)
                 self.get_logger().error(f"configure failed: {self.last_error}")
@@ -236,11 +238,17 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 self._io_spinner.wake()
             self._active = True
             self._state = "active"
+            # what exists now (plans, models, rclpy) lives until deactivate: out of the cyclic garbage
+            # collector's way, so that its full collections, which walk every tracked object and hold
+            # the GIL for milliseconds, do not stall ticks (undone on deactivate)
+            gc.collect()
+            gc.freeze()
             return LifecycleNodeMixin.on_activate(self, state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         with self._lock, self._tick_lock:
             self._active = False
+            gc.unfreeze()
             self._destroy_subscriptions()
             self._state = "inactive"
             self._status = (diag.OK, "inactive")
@@ -294,7 +302,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._active = False
         self._xml = self._config = self._settings = self._plans = self._oracle = self._inputs = None
         self._pending = None
-        self._torque_pub = self._torque_msg = None
+        self._torque_pub = self._torque_enc = None
         self._wrench_pubs: dict = {}
         self._diag_pub = self._diag_timer = self._tick_timer = None
         self._latency = RollingStats(4096)
@@ -312,6 +320,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         """Destroy every entity configure/activate created and drop the plans (idempotent)."""
         with self._tick_lock:
             self._active = False
+            gc.unfreeze()
             self._destroy_subscriptions()
         self._gen += 1
         if self._torque_pub is not None:
@@ -372,7 +381,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def _create_publishers(self) -> None:
         est = self._plans.main.estimator
         self._torque_pub = self.create_lifecycle_publisher(JointState, "~/joint_torques", OUTPUT_QOS)
-        self._torque_msg = convert.joint_state_msg(est.joint_names)
+        self._torque_enc = cdr.JointTorquesEncoder(est.joint_names)
         self._sync_contact_publishers()
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS)
         self._diag_timer = self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics,
@@ -382,8 +391,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         est = self._plans.main.estimator
         wanted = dict(zip(est.contact_names, est.contact_frames))
         for name in list(self._wrench_pubs):
-            pub, msg = self._wrench_pubs[name]
-            if wanted.get(name) != msg.header.frame_id:
+            pub, enc = self._wrench_pubs[name]
+            if wanted.get(name) != enc.frame_id:
                 self.destroy_lifecycle_publisher(pub)
                 del self._wrench_pubs[name]
         for name, frame in wanted.items():
@@ -391,20 +400,20 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 pub = self.create_lifecycle_publisher(WrenchStamped, f"~/contact_wrenches/{name}", OUTPUT_QOS)
                 if self._active:
                     pub.on_activate(None)
-                self._wrench_pubs[name] = (pub, convert.wrench_msg(frame))
+                self._wrench_pubs[name] = (pub, cdr.WrenchStampedEncoder(frame))
         self._wrench_list = [self._wrench_pubs[n] for n in est.contact_names]
 
     # ================================================================== subscriptions
     def _create_subscriptions(self) -> None:
         s, cfg = self._settings, self._config
         self._subs["joint_states"] = self._io.create_subscription(
-            JointState, s.joint_states_topic, self._on_joint_state, TRIGGER_QOS)
+            JointState, s.joint_states_topic, self._on_joint_state, TRIGGER_QOS, raw=True)
         self._io_spinner.last_topics = {self._subs["joint_states"].topic_name}   # ticks see their sensors
         self._tick_on_js = s.tick == "joint_states"
         self._jt_from_js = bool(cfg.joint_torque_sensors) and s.joint_torque_source() == s.joint_states_topic
         if cfg.joint_torque_sensors and not self._jt_from_js:
             self._subs["joint_torques"] = self._io.create_subscription(
-                JointState, s.joint_torque_source(), self._on_joint_torques, INPUT_QOS)
+                JointState, s.joint_torque_source(), self._on_joint_torques, INPUT_QOS, raw=True)
         self._sync_sensor_subscriptions()
 
     def _sync_sensor_subscriptions(self) -> None:
@@ -416,13 +425,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             if key in self._subs:
                 continue
             _, name, kind, topic = key
-            if kind == "imu":
-                msg_type, cb = Imu, self._on_imu
-            elif kind == "ft":
-                msg_type, cb = WrenchStamped, partial(self._on_wrench, name)
-            else:
-                msg_type, cb = Float64MultiArray, partial(self._on_load_cells, name)
-            self._subs[key] = self._io.create_subscription(msg_type, topic, cb, INPUT_QOS)
+            msg_type = {"imu": Imu, "ft": WrenchStamped}.get(kind, Float64MultiArray)
+            self._subs[key] = self._io.create_subscription(msg_type, topic, partial(self._on_sensor, name), INPUT_QOS,
+                                                           raw=True)
         self._io_spinner.wake()
 
     def _destroy_subscriptions(self) -> None:
@@ -442,39 +447,38 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         t = info.get("received_timestamp", 0) if info else 0
         return t if t > 0 else time.time_ns()
 
-    def _on_joint_state(self, msg: JointState, info) -> None:
+    def _on_joint_state(self, raw: bytes, info) -> None:
+        """A serialized ``JointState`` (the tick trigger by default)."""
         t_in = time.perf_counter()
         with self._tick_lock:
             if not self._active:
                 return
             now = self._received(info)
-            ready = self._inputs.on_joint_state(msg, now)
+            ready = self._inputs.on_message(0, raw, now) == 1
             if self._jt_from_js:
-                self._inputs.on_joint_torques(msg, now)
+                self._take_joint_torques(raw, now)
             if ready and self._collector is not None:
                 self._collector.add(self._inputs)
             if ready and self._tick_on_js:
-                self._tick(now, msg.header.stamp, t_in)
+                self._tick(now, self._inputs.joint_states.stamp_ns, t_in)
 
-    def _on_joint_torques(self, msg: JointState, info) -> None:
+    def _on_joint_torques(self, raw: bytes, info) -> None:
         with self._tick_lock:
             if self._active:
-                self._inputs.on_joint_torques(msg, self._received(info))
+                self._take_joint_torques(raw, self._received(info))
 
-    def _on_imu(self, msg: Imu, info) -> None:
-        with self._tick_lock:
-            if self._active:
-                self._inputs.on_imu(msg, self._received(info))
+    def _take_joint_torques(self, raw: bytes, now: int) -> None:
+        try:
+            msg = cdr.decode(cdr.JOINT_STATE, raw)
+        except cdr.CdrError:
+            return
+        self._inputs.on_joint_torques(msg, now)
 
-    def _on_wrench(self, name: str, msg: WrenchStamped, info) -> None:
+    def _on_sensor(self, name: str, raw: bytes, info) -> None:
+        """A serialized IMU, wrench or load-cell message of sensor ``name``."""
         with self._tick_lock:
-            if self._active:
-                self._inputs.on_wrench(name, msg, self._received(info))
-
-    def _on_load_cells(self, name: str, msg: Float64MultiArray, info) -> None:
-        with self._tick_lock:
-            if self._active:
-                self._inputs.on_load_cells(name, msg, self._received(info))
+            if self._active and name in self._inputs.slots:
+                self._inputs.on_message(self._inputs.slot_index(name), raw, self._received(info))
 
     def _on_timer(self) -> None:
         t_in = time.perf_counter()
@@ -486,23 +490,23 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             if not js.ready or not js.fresh(now):
                 self._stale_ticks += 1
                 return
-            self._tick(now, convert.time_msg(js.stamp_ns), t_in)
+            self._tick(now, js.stamp_ns, t_in)
 
     # ================================================================== the tick
-    def _tick(self, now: int, stamp, t_in: float) -> None:
+    def _tick(self, now: int, stamp: int, t_in: float) -> None:
         """The shared tick (:class:`~rbd_estimator.ros.tick.TickCore`, also run by the offline replay),
-        then publishing and the cross-check."""
+        then publishing (serialized by :mod:`~rbd_estimator.ros.cdr`, stamped with the joint state's
+        header stamp ``stamp``, ns) and the cross-check."""
         if self._pending is not None:
             self._try_swap()
         out = self._core.tick(self._inputs, self._plans, now)
         if out is None:
             return
         plan, r = out
-        convert.fill_joint_torques(self._torque_msg, stamp, r.tau)
-        self._torque_pub.publish(self._torque_msg)
-        for (pub, msg), w in zip(self._wrench_list, r.contact_wrenches):
-            convert.fill_wrench(msg, stamp, w)
-            pub.publish(msg)
+        sec, nsec = divmod(stamp, 1_000_000_000)
+        self._torque_pub.publish(self._torque_enc.encode(sec, nsec, r.tau))
+        for (pub, enc), w in zip(self._wrench_list, r.contact_wrenches):
+            pub.publish(enc.encode(sec, nsec, w))
         n = self._settings.oracle_every_n
         if self._oracle is not None and n and self._core.outputs % n == 0:
             self._cross_check(plan, r, self._inputs)
@@ -533,7 +537,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         try:
             est = plan.estimator
             base_acc = r.base_acceleration if est.model.floating_base else None
-            joint, base = self._oracle.check(inp.q, inp.dq, inp.acc.value, inp.imu, base_acc,
+            joint, base = self._oracle.check(inp.q, inp.dq, inp.ddq, inp.imu, base_acc,
                                              r.contact_wrenches, r.tau)
         except Exception as exc:  # the cross-check must never stop the tick
             self._oracle_error = f"{type(exc).__name__}: {exc}"
@@ -744,6 +748,19 @@ def _refuse(reason: str) -> SetParametersResult:
     return SetParametersResult(successful=False, reason=reason)
 
 
+def _spin(executor) -> None:
+    """``executor.spin()``, resumed when a lifecycle transition destroyed a publisher while another
+    executor thread was putting its events into a wait set (rclpy raises ``InvalidHandle`` from the
+    wait-set construction then; the next wait set no longer has the publisher)."""
+    from rclpy.impl.implementation_singleton import rclpy_implementation
+    while rclpy.ok():
+        try:
+            executor.spin()
+            return
+        except rclpy_implementation.InvalidHandle:
+            continue
+
+
 def main(args=None) -> None:
     """Console script ``estimator_node``: the node's services in a multi-threaded executor; its tick
     thread runs on its own (see the module docstring)."""
@@ -754,7 +771,7 @@ def main(args=None) -> None:
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
     try:
-        executor.spin()
+        _spin(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -26,7 +26,6 @@ so what was replayed up to that point is a valid bag.
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,8 +34,9 @@ import numpy as np
 
 from .errors import ConfigError
 from .estimation import SensorConfig
-from .ros import cdr
-from .ros.inputs import SensorInputs, stamp_ns
+from .ros import bag_io, cdr
+from .ros.input_core import CDR_ERROR
+from .ros.inputs import SensorInputs
 from .ros.params import NodeSettings
 from .ros.plans import PlanSet
 from .ros.tick import TickCore
@@ -125,21 +125,22 @@ class Replayer:
         r = lambda t: resolve(t, namespace, node_name)  # noqa: E731
         self.js_topic = r(s.joint_states_topic)
         self.jt_from_js = bool(config.joint_torque_sensors) and s.joint_torque_source() == s.joint_states_topic
-        # topic → (message type, handler(msg, now))
+        # topic → (message type, handler(raw bytes, now) → input_core code)
         self.handlers: dict = {self.js_topic: (cdr.JOINT_STATE, self._on_joint_state)}
         if config.joint_torque_sensors and not self.jt_from_js:
-            self.handlers[r(s.joint_torque_source())] = (cdr.JOINT_STATE, self.inputs.on_joint_torques)
+            self.handlers[r(s.joint_torque_source())] = (cdr.JOINT_STATE, self._on_joint_torques)
+        types = {"imu": cdr.IMU, "ft": cdr.WRENCH_STAMPED, "load_cell": cdr.FLOAT64_MULTI_ARRAY}
+        self._sensor_slots = {}                         # topic → input slot (read by the compiled loop)
         for name, slot in self.inputs.slots.items():
-            if slot.kind == "imu":
-                self.handlers[r(slot.topic)] = (cdr.IMU, self.inputs.on_imu)
-            elif slot.kind == "ft":
-                self.handlers[r(slot.topic)] = (cdr.WRENCH_STAMPED, _bind(self.inputs.on_wrench, name))
-            elif slot.kind == "load_cell":
-                self.handlers[r(slot.topic)] = (cdr.FLOAT64_MULTI_ARRAY, _bind(self.inputs.on_load_cells, name))
+            if slot.kind in types:
+                self.handlers[r(slot.topic)] = (types[slot.kind], _bind(self.inputs.on_message, slot.index))
+                self._sensor_slots[r(slot.topic)] = slot.index
         self.torque_topic = r("~/joint_torques")
         self.wrench_topics = [r(f"~/contact_wrenches/{c}") for c in est.contact_names]
         self._tau_enc = cdr.JointTorquesEncoder(est.joint_names)
         self._w_enc = [cdr.WrenchStampedEncoder(f) for f in est.contact_frames]
+        self._templates = [np.frombuffer(self._tau_enc.encode(0, 0, np.zeros(len(est.joint_names))), np.uint8)]
+        self._templates += [np.frombuffer(e.encode(0, 0, np.zeros(6)), np.uint8) for e in self._w_enc]
         self.tick_on_js = s.tick == "joint_states"
         self.period_ns = int(round(1e9 / s.rate_hz))
         self._next_timer = None
@@ -149,13 +150,20 @@ class Replayer:
         self.stale_timer_ticks = 0
 
     # ------------------------------------------------------------------ the node's callbacks
-    def _on_joint_state(self, msg, now: int) -> bool:
-        ready = self.inputs.on_joint_state(msg, now)
-        if self.jt_from_js:
-            self.inputs.on_joint_torques(msg, now)
-        if ready and self.tick_on_js:
-            self._tick(now, stamp_ns(msg.header.stamp))
-        return ready
+    def _on_joint_state(self, raw, now: int) -> int:
+        code = self.inputs.on_message(0, raw, now)
+        if self.jt_from_js and code != CDR_ERROR:
+            self._on_joint_torques(raw, now)
+        if code == 1 and self.tick_on_js:
+            self._tick(now, self.inputs.joint_states.stamp_ns)
+        return code
+
+    def _on_joint_torques(self, raw, now: int) -> int:
+        try:
+            msg = cdr.decode(cdr.JOINT_STATE, raw)
+        except cdr.CdrError:
+            return CDR_ERROR
+        return int(self.inputs.on_joint_torques(msg, now))
 
     def _timer_until(self, now: int) -> None:
         """Timer ticks (``tick: timer``) due before ``now``, as the node's timer at ``rate_hz``."""
@@ -186,13 +194,144 @@ class Replayer:
             self.tau.append(np.array(r.tau))
             self.wrenches.append(np.array(r.contact_wrenches))
 
-    def feed(self, topic: str, msg, now: int) -> None:
-        """One decoded message received at ``now`` (ns) on ``topic`` (resolved name)."""
+    def feed(self, topic: str, raw, now: int) -> int:
+        """One serialized message received at ``now`` (ns) on ``topic`` (resolved name); returns
+        the input handling's code (:data:`~rbd_estimator.ros.input_core.CDR_ERROR` for bytes that do
+        not decode as the topic's type)."""
         if not self.tick_on_js:
             self._timer_until(now)
         h = self.handlers.get(topic)
-        if h is not None:
-            h[1](msg, now)
+        return 0 if h is None else h[1](raw, now)
+
+    # ------------------------------------------------------------------ batches (the fast path)
+    def feed_batch(self, batch, topics, write_batch, write_one) -> dict:
+        """The messages of ``batch`` (:class:`~rbd_estimator.ros.bag_io.RawBatch`; ``topics[c]`` the
+        resolved topic of connection index ``c``) in order, each as :meth:`feed` takes it, with the
+        output in order: every input message, each followed by the estimates it triggered
+        (connection indices ``len(topics)`` for the joint torques, then one per contact), through
+        ``write_batch(RawBatch)`` or ``write_one(connection index, log time, bytes)``. The steady
+        state runs in :func:`rbd_estimator.ros.batch.run`, whatever else through :meth:`feed`.
+        Returns ``{topic: messages that did not decode}``."""
+        from .ros import batch as fast
+        n_in = len(topics)
+        self._emit = lambda j, t, data: write_one(n_in + j, t, data)
+        K = fast.kernel_args(self.inputs, self.plans.main.estimator) if self._batch_ok() else None
+        if K is None:
+            return self._feed_each(batch, range(len(batch)), topics, write_one)
+        slot_of, res = self._slot_of(topics, fast), self._results_for(len(batch))
+        undecodable, i, n = {}, 0, len(batch)
+        while i < n:
+            i_stop, k, code = fast.run(self.inputs.I, self.inputs.F, batch.conn, batch.time, batch.data, batch.start,
+                                       batch.length, slot_of, i, self._main_ok(), K, *res, 0)
+            self.core.ticks += k
+            self.core.outputs += k
+            if k:
+                self.core.plan_in_use = self.plans.main
+            taken = i_stop if code == fast.TICK_PENDING else i_stop - 1     # messages taken in by run
+            write_batch(self._segment(batch, n_in, i, min(taken, n - 1), res, k))
+            self._collect_rows(res, k)
+            if code == fast.TICK_PENDING:
+                self._tick(int(batch.time[i_stop]), self.inputs.joint_states.stamp_ns)
+            elif code != fast.DONE:
+                for topic, m in self._feed_each(batch, (i_stop,), topics, write_one).items():
+                    undecodable[topic] = undecodable.get(topic, 0) + m
+            i = i_stop + 1
+        return undecodable
+
+    def _feed_each(self, batch, rows, topics, write_one) -> dict:
+        """Messages ``rows`` of ``batch`` one by one: copied, then :meth:`feed`."""
+        undecodable = {}
+        for i in rows:
+            topic, t, raw = topics[batch.conn[i]], int(batch.time[i]), batch.payload(i)
+            write_one(int(batch.conn[i]), t, raw)
+            if topic in self.handlers and self.feed(topic, raw, t) == CDR_ERROR:
+                undecodable[topic] = undecodable.get(topic, 0) + 1
+        return undecodable
+
+    def _batch_ok(self) -> bool:
+        """Whether the compiled loop applies: ticks on joint states, no joint torques in them."""
+        return self.tick_on_js and not self.jt_from_js
+
+    def _main_ok(self) -> bool:
+        """The tick state is "all sensors fresh, main plan in use": what :func:`~rbd_estimator.ros.batch.run`
+        continues without Python."""
+        none = frozenset()
+        return self.plans.lookup(none)[0] is self.plans.main and self.core.last_missing == (none, False, None)
+
+    def _slot_of(self, topics, fast) -> np.ndarray:
+        slot_of = np.full(len(topics), fast.NOT_INPUT, dtype=np.int64)
+        for c, topic in enumerate(topics):
+            h = self.handlers.get(topic)
+            if h is None:
+                continue
+            if topic == self.js_topic:
+                slot_of[c] = 0
+            elif topic in self._sensor_slots:
+                slot_of[c] = self._sensor_slots[topic]
+            else:
+                slot_of[c] = fast.IN_PYTHON
+        return slot_of
+
+    def _results_for(self, n: int):
+        nj, nc = len(self.joint_names), len(self.contact_names)
+        m = max(1, n)
+        return (np.zeros((m, nj)), np.zeros((m, 6 * nc)), np.zeros(m, np.int64), np.zeros(m, np.int64),
+                np.zeros(m, np.int64))
+
+    def _segment(self, batch, n_in: int, a: int, b: int, res, nt: int):
+        """Input messages ``a…b`` of ``batch`` interleaved with the ``nt`` estimates in ``res`` (each
+        set right after the joint state that triggered it), as one batch."""
+        from .ros.bag_io import RawBatch
+        tau, w, times, stamps, msg = (x[:nt] for x in res)
+        per = 1 + len(self.contact_names)
+        src_start, src_len = batch.start[a:b + 1], batch.length[a:b + 1]
+        d0 = int(src_start.min()) if b >= a else 0
+        d1 = int((src_start + src_len).max()) if b >= a else 0
+        est = self._encode(tau, w, stamps)                                # per payload kind: (nt, bytes)
+        lengths = np.array([e.shape[1] for e in est], np.int64)
+        est_start = (d1 - d0) + np.concatenate(([0], np.cumsum(lengths * nt)[:-1]))
+        # order: input i after the estimates of the ticks of earlier messages; tick t's after its message
+        pos_in = np.arange(b - a + 1) + per * np.searchsorted(msg, np.arange(a, b + 1), side="left")
+        pos_est = (msg[:, None] - a + 1) + per * np.arange(nt)[:, None] + np.arange(per)[None, :]
+        m = b - a + 1 + nt * per
+        conn, time = np.empty(m, np.int32), np.empty(m, np.int64)
+        start, length = np.empty(m, np.int64), np.empty(m, np.int64)
+        conn[pos_in], time[pos_in] = batch.conn[a:b + 1], batch.time[a:b + 1]
+        start[pos_in], length[pos_in] = src_start - d0, src_len
+        conn[pos_est] = n_in + np.arange(per, dtype=np.int32)[None, :]
+        time[pos_est] = times[:, None]
+        start[pos_est] = est_start[None, :] + np.arange(nt)[:, None] * lengths[None, :]
+        length[pos_est] = lengths[None, :]
+        data = np.concatenate([batch.data[d0:d1]] + [e.ravel() for e in est])
+        return RawBatch(conn, time, data, start, length)
+
+    def _encode(self, tau, w, stamps):
+        """The output messages of ``len(stamps)`` estimates, serialized as the node publishes them
+        (:mod:`~rbd_estimator.ros.cdr` templates with the stamp and the values set): one
+        ``(ticks, bytes)`` array for the joint torques, then one per contact."""
+        nt = len(stamps)
+        sec, nsec = np.divmod(stamps, 1_000_000_000)
+        stamp = np.empty((nt, 2), "<i4")
+        stamp[:, 0] = sec
+        stamp[:, 1] = nsec.astype("<u4").view("<i4")
+        out = []
+        for template, values in zip(self._templates, [tau] + [w[:, 6 * c:6 * c + 6] for c in range(len(self.contact_names))]):
+            L, nv = len(template), values.shape[1]
+            e = np.empty((nt, L), np.uint8)
+            e[:] = template
+            e[:, 4:12] = stamp.view(np.uint8)
+            e[:, L - 8 * nv:] = np.ascontiguousarray(values, "<f8").view(np.uint8).reshape(nt, 8 * nv)
+            out.append(e)
+        return out
+
+    def _collect_rows(self, res, nt: int) -> None:
+        if not self.collect or not nt:
+            return
+        tau, w, times, stamps, _ = res
+        self.times.extend(times[:nt].tolist())
+        self.stamps.extend(stamps[:nt].tolist())
+        self.tau.extend(np.array(tau[:nt]))
+        self.wrenches.extend(np.array(w[:nt]).reshape(-1, len(self.contact_names), 6))
 
     def finish(self, now: int) -> None:
         """The end of the recording (timer ticks up to its last message)."""
@@ -218,8 +357,8 @@ class Replayer:
                     joint_names=self.joint_names, contact_names=self.contact_names)
 
 
-def _bind(fn, name):
-    return lambda msg, now: fn(name, msg, now)
+def _bind(fn, slot):
+    return lambda raw, now: fn(slot, raw, now)
 
 
 # ============================================================================ bags
@@ -360,37 +499,33 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                                                       offered_qos_profiles=c.ext.offered_qos_profiles)
         est_conns = [writer.add_connection(rep.torque_topic, cdr.JOINT_STATE, typestore=ts)]
         est_conns += [writer.add_connection(t, cdr.WRENCH_STAMPED, typestore=ts) for t in rep.wrench_topics]
-        wr = _fast_write(writer)
+        out_conns = [out_conn[(c.topic, c.msgtype)] for c in copy] + est_conns
+        topics = [c.topic for c in copy]
         counter = [0]
 
-        def emit(i, t, data):
-            wr(est_conns[i], t, data)
+        def write_batch(b):
+            bag_io.write_batch(writer, out_conns, b)
+            counter[0] += len(b)
+
+        def write_one(c, t, data):
+            writer.write(out_conns[c], t, data)
             counter[0] += 1
 
-        rep._emit = emit
-        conns = {c.id: (out_conn[(c.topic, c.msgtype)], c.topic,
-                        cdr.DECODERS[c.msgtype] if c.topic in wanted else None) for c in copy}
         total = sum(c.msgcount for c in copy) or reader.message_count
-        n = written = 0
+        n = 0
         decode_errors = {}
         t_loop = time.perf_counter()
         try:
-            for conn, t, raw in reader.messages(connections=copy):
-                n += 1
+            for batch in bag_io.iter_batches(reader, copy, max_messages=8192):
+                if not len(batch):
+                    continue
                 if first is None:
-                    first = t
-                last = t
-                oc, topic, dec = conns[conn.id]
-                wr(oc, t, raw)
-                written += 1
-                if dec is not None:
-                    try:
-                        msg = dec(raw)
-                    except Exception:  # noqa: BLE001 - an undecodable message is skipped and counted
-                        decode_errors[topic] = decode_errors.get(topic, 0) + 1
-                        continue
-                    rep.feed(topic, msg, t)
-                if progress is not None and not n & 1023:
+                    first = int(batch.time[0])
+                last = int(batch.time[-1])
+                n += len(batch)
+                for topic, m in rep.feed_batch(batch, topics, write_batch, write_one).items():
+                    decode_errors[topic] = decode_errors.get(topic, 0) + m
+                if progress is not None:
                     progress(n, total)
         except Exception as exc:  # noqa: BLE001 - truncated or corrupt storage
             summary.error = (f"input bag '{input_path}' is truncated or corrupt: reading stopped after "
@@ -398,12 +533,13 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                              f"that point")
         else:
             if last is not None:
+                rep._emit = lambda j, t, data: write_one(len(copy) + j, t, data)
                 rep.finish(last)
         summary.loop_seconds = time.perf_counter() - t_loop
         if progress is not None:
             progress(n, total)
         summary.messages_read = n
-        summary.messages_written = written + counter[0]
+        summary.messages_written = counter[0]
         summary.undecodable = decode_errors
     finally:
         writer.close()
@@ -414,52 +550,6 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     summary.bag_seconds = (last - first) * 1e-9 if first is not None else 0.0
     summary.wall_seconds = time.perf_counter() - t_start
     return summary, rep
-
-
-_MCAP_MESSAGE = struct.Struct("<BQHIQQ")    # opcode 0x05, record length, channel, sequence, log/publish time
-
-
-def _fast_write(writer):
-    """``writer.write`` without its per-message membership check (every connection used here was
-    created by this writer). For rosbags' MCAP storage, the message record is also packed in one
-    call (the same bytes its ``write`` produces: opcode, length, channel id, sequence 0, log and
-    publish time, data); other storages, or a rosbags whose MCAP writer looks different, take
-    the storage's own ``write``."""
-    storage, counts = writer.storage, writer.counts
-    chunk_limit = 2 ** 20
-    fast = (type(storage).__name__ == "McapWriter"
-            and all(hasattr(storage, a) for a in ("chunk", "channel_stats", "close_chunk", "message_start_time",
-                                                  "message_end_time"))
-            and all(hasattr(storage.chunk, a) for a in ("bio", "msgs", "message_start_time", "message_end_time")))
-    pack = _MCAP_MESSAGE.pack
-
-    def write(conn, t, data):
-        if fast:
-            cid = conn.id
-            if t < storage.message_start_time:
-                storage.message_start_time = t
-            if t > storage.message_end_time:
-                storage.message_end_time = t
-            storage.channel_stats[cid] += 1
-            chunk = storage.chunk
-            if t < chunk.message_start_time:
-                chunk.message_start_time = t
-            if t > chunk.message_end_time:
-                chunk.message_end_time = t
-            bio = chunk.bio
-            chunk.msgs[cid].append((t, bio.tell()))
-            bio.write(pack(0x05, 22 + len(data), cid, 0, t, t))
-            bio.write(data)
-            if bio.tell() > chunk_limit:
-                storage.close_chunk()
-        else:
-            storage.write(conn, t, data)
-        counts[conn.id] += 1
-        if t < writer.min_timestamp:
-            writer.min_timestamp = t
-        if t > writer.max_timestamp:
-            writer.max_timestamp = t
-    return write
 
 
 def load_config(params_path: str, node_name: str | None = None) -> SensorConfig:

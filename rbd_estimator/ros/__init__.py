@@ -3,13 +3,16 @@
 * :mod:`.params`      node-only parameters (topics, filter, timing) and how each may change;
 * :mod:`.filters`     the derivative filter that turns velocities into accelerations;
 * :mod:`.stats`       rolling latency statistics;
-* :mod:`.inputs`      latest sample of every input, validation, freshness, force-torque offsets;
+* :mod:`.input_core`  compiled input handling: serialized messages → validated latest samples, filters, freshness;
+* :mod:`.inputs`      the input state of a configuration over it (slots, counters, force-torque offsets);
 * :mod:`.tick`        one tick (freshness, plan lookup, estimate): shared by the node and the replay;
+* :mod:`.batch`       the same tick over a run of recorded messages in one compiled loop (the replay);
 * :mod:`.calibration` sample collection and request parsing of ``~/calibrate_ft_offsets``;
-* :mod:`.cdr`         fast CDR codecs of the input and output messages (the offline replay);
+* :mod:`.cdr`         CDR codecs in Python: the output messages, joint-state names, strings;
+* :mod:`.bag_io`      whole batches of raw messages in and out of rosbags bags (the replay);
 * :mod:`.mcap_salvage` sequential reading of a truncated MCAP recording (the offline replay);
 * :mod:`.plans`       the estimator for the full sensor set plus the plans for sensor losses;
-* :mod:`.convert`     message ↔ array conversions;
+* :mod:`.convert`     message ↔ array conversions (the demo);
 * :mod:`.diagnostics` the ``/diagnostics`` status;
 * :mod:`.oracle`      the pinocchio cross-check.
 

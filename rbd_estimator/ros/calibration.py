@@ -101,7 +101,7 @@ class SampleCollector:
                      None if imu.angular_acceleration is None else np.array(imu.angular_acceleration))
             imu = ImuSample(np.array(imu.orientation), np.array(imu.angular_velocity),
                             np.array(imu.linear_acceleration), alpha)
-        sample = {"q": inputs.q.copy(), "dq": inputs.dq.copy(), "ddq": inputs.acc.value.copy(), "imu": imu,
+        sample = {"q": inputs.q.copy(), "dq": inputs.dq.copy(), "ddq": inputs.ddq.copy(), "imu": imu,
                   "ft": inputs.ft_raw_matrix.copy()}
         if inputs.config.load_cells:
             sample["load_cells"] = {c.name: inputs.slots[c.name].value.copy() for c in inputs.config.load_cells}

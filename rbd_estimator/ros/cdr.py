@@ -1,12 +1,12 @@
-"""Fast CDR (little-endian, XCDR1 as ROS 2 writes it) codecs for the messages the estimator reads and writes.
+"""CDR (little-endian, XCDR1 as ROS 2 writes it) codecs in Python for what is not on the tick path.
 
-The offline replay (:mod:`rbd_estimator.replay`) reads thousands of messages per second of
-recording; a generic deserializer costs ~10 µs per message, these codecs a fraction of that. The
-decoders return light objects with the ROS field names (``msg.header.stamp.sec``,
-``msg.position``, ``msg.wrench.force.x`` ...) that :class:`~rbd_estimator.ros.inputs.SensorInputs`
-reads exactly as it reads rclpy messages. The encoders produce the bytes rclpy would publish for
-the node's outputs. Both are checked against rclpy's and rosbags' serializers in the tests. No ROS
-import.
+The node and the replay publish/write their outputs with :class:`JointTorquesEncoder` and
+:class:`WrenchStampedEncoder` (templates with the stamp and values set per tick); the input
+messages are decoded by the compiled :mod:`~rbd_estimator.ros.input_core`. The decoders here return
+light objects with the ROS field names (``msg.header.stamp.sec``, ``msg.name``, ``msg.effort``)
+for the rest: the name list of a joint state with a new layout, the joint-torque sensors, the
+robot description in a recording. Checked against rclpy's and rosbags' serializers in the tests.
+No ROS import.
 
 Layout rules (OMG CDR): the 4-byte encapsulation header ``00 01 00 00`` (CDR_LE), then the fields
 in order, each primitive aligned to its size relative to the start of the body; strings are a
@@ -52,41 +52,8 @@ class Header:
         self.stamp, self.frame_id = stamp, frame_id
 
 
-class Vector3:
-    __slots__ = ("x", "y", "z")
-
-    def __init__(self, x, y, z):
-        self.x, self.y, self.z = x, y, z
-
-
-class Quaternion:
-    __slots__ = ("x", "y", "z", "w")
-
-    def __init__(self, x, y, z, w):
-        self.x, self.y, self.z, self.w = x, y, z, w
-
-
 class JointStateMsg:
     __slots__ = ("header", "name", "position", "velocity", "effort")
-
-
-class ImuMsg:
-    __slots__ = ("header", "orientation", "angular_velocity", "linear_acceleration")
-
-
-class Wrench:
-    __slots__ = ("force", "torque")
-
-    def __init__(self, force, torque):
-        self.force, self.torque = force, torque
-
-
-class WrenchStampedMsg:
-    __slots__ = ("header", "wrench")
-
-
-class Float64MultiArrayMsg:
-    __slots__ = ("data",)
 
 
 class StringMsg:
@@ -132,94 +99,21 @@ def _header(buf):
     return Header(Time(sec, nsec), frame), o
 
 
-class _NameCache:
-    """The name sequence of the latest joint state, as bytes and as a list: consecutive messages
-    nearly always carry the same names, so one bytes comparison replaces decoding them."""
-    __slots__ = ("raw", "names")
-
-    def __init__(self):
-        self.raw, self.names = b"", []
-
-
-_names = _NameCache()
-
-
 def decode_joint_state(buf) -> JointStateMsg:
     m = JointStateMsg()
     m.header, o = _header(buf)
     o = _align(o, 4)
-    cache = _names
-    raw = cache.raw
-    if raw and buf[o:o + len(raw)] == raw:
-        m.name = list(cache.names)
-        o += len(raw)
-    else:
-        start = o
-        (n,) = _U32.unpack_from(buf, o)
-        o += 4
-        if n > len(buf):
-            raise CdrError("name sequence longer than the message")
-        names = []
-        for _ in range(n):
-            s, o = _string(buf, o)
-            names.append(s)
-        m.name = names
-        cache.raw, cache.names = bytes(buf[start:o]), list(names)
+    (n,) = _U32.unpack_from(buf, o)
+    o += 4
+    if n > len(buf):
+        raise CdrError("name sequence longer than the message")
+    m.name = []
+    for _ in range(n):
+        name, o = _string(buf, o)
+        m.name.append(name)
     m.position, o = _doubles(buf, o)
     m.velocity, o = _doubles(buf, o)
     m.effort, o = _doubles(buf, o)
-    return m
-
-
-def _fixed(cache: dict, buf, tail: str):
-    """``(sec, nanosec, frame bytes + NUL, *tail values)`` of a stamped message whose body after the
-    header is the fixed ``tail`` (a struct format of doubles, aligned to 8)."""
-    (n,) = _U32.unpack_from(buf, 12)
-    st = cache.get(n)
-    if st is None:
-        pad = _align(16 + n, 8) - (16 + n)
-        st = cache[n] = struct.Struct(f"<iII{n}s{pad}x{tail}")
-    if n == 0 or len(buf) < 4 + st.size:
-        raise CdrError("message too short for its type")
-    return st.unpack_from(buf, 4)
-
-
-_IMU_CACHE: dict = {}
-_WRENCH_CACHE: dict = {}
-
-
-def decode_imu(buf) -> ImuMsg:
-    v = _fixed(_IMU_CACHE, buf, "37d")
-    m = ImuMsg()
-    m.header = Header(Time(v[0], v[1]), v[3][:-1].decode("utf-8"))
-    m.orientation = Quaternion(v[4], v[5], v[6], v[7])
-    m.angular_velocity = Vector3(v[17], v[18], v[19])
-    m.linear_acceleration = Vector3(v[29], v[30], v[31])
-    return m
-
-
-def decode_wrench_stamped(buf) -> WrenchStampedMsg:
-    v = _fixed(_WRENCH_CACHE, buf, "6d")
-    m = WrenchStampedMsg()
-    m.header = Header(Time(v[0], v[1]), v[3][:-1].decode("utf-8"))
-    m.wrench = Wrench(Vector3(v[4], v[5], v[6]), Vector3(v[7], v[8], v[9]))
-    return m
-
-
-def decode_float64_multi_array(buf) -> Float64MultiArrayMsg:
-    if len(buf) < 12 or buf[1] != 1:
-        raise CdrError("not a little-endian CDR message")
-    o = 4
-    (ndim,) = _U32.unpack_from(buf, o)
-    o += 4
-    if ndim > len(buf):
-        raise CdrError("layout longer than the message")
-    for _ in range(ndim):                     # MultiArrayDimension: label, size, stride
-        _, o = _string(buf, o)
-        o = _align(o, 4) + 8
-    o = _align(o, 4) + 4                       # data_offset
-    m = Float64MultiArrayMsg()
-    m.data, _ = _doubles(buf, o)
     return m
 
 
@@ -229,8 +123,7 @@ def decode_string(buf) -> StringMsg:
     return m
 
 
-DECODERS = {JOINT_STATE: decode_joint_state, IMU: decode_imu, WRENCH_STAMPED: decode_wrench_stamped,
-            FLOAT64_MULTI_ARRAY: decode_float64_multi_array, STRING: decode_string}
+DECODERS = {JOINT_STATE: decode_joint_state, STRING: decode_string}
 
 
 def decode(msgtype: str, buf):
@@ -297,6 +190,7 @@ class WrenchStampedEncoder:
     """``geometry_msgs/WrenchStamped`` with a fixed frame id, ``[fx, fy, fz, tx, ty, tz]``."""
 
     def __init__(self, frame_id: str):
+        self.frame_id = frame_id
         b = _Builder()
         b.b += _STAMP.pack(0, 0)
         b.string(frame_id)

@@ -1,14 +1,16 @@
 """The latest accepted sample of every input, with validation and freshness (no ROS import).
 
-Messages are read by field name (``sensor_msgs/JointState``, ``sensor_msgs/Imu``,
-``geometry_msgs/WrenchStamped``, ``std_msgs/Float64MultiArray``), so this module runs without
-the message packages too. A sample is *rejected* — counted under a reason, nothing else changes —
-when it has a non-finite value, arrays of the wrong length, a joint name the model does not
-have (or lacks one of the model's joints), a header stamp that does not increase, or a
-quaternion that is not a rotation. Force-torque readings are corrected by the ``ft_offsets.<sensor>``
-parameters (reading − offset, :func:`~rbd_estimator.estimation.calibration.apply_offsets`); the raw
-readings stay in :attr:`SensorInputs.ft_raw_matrix`. Freshness is the age of the latest accepted sample on the
-node's clock (its receipt time), compared with the sensor's ``timeout`` at each tick.
+Messages arrive as their serialized bytes (``sensor_msgs/JointState``, ``sensor_msgs/Imu``,
+``geometry_msgs/WrenchStamped``, ``std_msgs/Float64MultiArray``; CDR as ROS 2 sends them and
+rosbag2 records them) and are decoded, checked and stored by compiled code
+(:mod:`rbd_estimator.ros.input_core`) into one state that this class owns and exposes as arrays and
+:class:`Slot` views. A sample is *rejected* — counted under a reason, nothing else changes — when it
+has a non-finite value, arrays of the wrong length, a joint name the model does not have (or lacks
+one of the model's joints), a header stamp that does not increase, or a quaternion that is not a
+rotation. Force-torque readings are corrected by the ``ft_offsets.<sensor>`` parameters (reading −
+offset, as :func:`~rbd_estimator.estimation.calibration.apply_offsets`); the raw readings stay in
+:attr:`SensorInputs.ft_raw_matrix`. Freshness is the age of the latest accepted sample on the node's
+clock (its receipt time), compared with the sensor's ``timeout`` at each tick.
 """
 from __future__ import annotations
 
@@ -17,13 +19,14 @@ from collections import Counter
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..estimation import ImuSample
-from ..estimation.calibration import apply_offsets
-from .filters import DerivativeFilter
+from . import cdr
+from . import input_core as core
+from .filters import time_constant
+from .input_core import NONE, REASONS
 
-#: Reasons a sample can be rejected for (diagnostics keys).
-REASONS = ("non_finite", "wrong_length", "unknown_joint", "missing_joint", "stamp_not_increasing",
-           "bad_orientation")
+__all__ = ["SensorInputs", "Slot", "REASONS", "stamp_ns"]
 
 
 def stamp_ns(stamp) -> int:
@@ -32,57 +35,89 @@ def stamp_ns(stamp) -> int:
 
 
 class Slot:
-    """One input: the latest accepted value, when it arrived, what was rejected."""
-    __slots__ = ("name", "kind", "topic", "timeout_ns", "value", "stamp_ns", "receipt_ns", "received",
-                 "rejected", "ready")
+    """One input (slot ``index`` of the state of ``inputs``): its latest accepted value (a view,
+    updated in place), when it arrived, what was rejected."""
+    __slots__ = ("name", "kind", "topic", "index", "value", "_inputs")
 
-    def __init__(self, name: str, kind: str, topic: str, timeout: float, size: int = 0):
-        self.name, self.kind, self.topic = name, kind, topic
-        self.timeout_ns = int(timeout * 1e9)
-        self.value = np.zeros(size)
-        self.stamp_ns = None       # header stamp of the latest accepted sample
-        self.receipt_ns = None     # node clock when it was accepted (and usable)
-        self.received = 0          # accepted samples
-        self.rejected = Counter()  # reason → count
-        self.ready = False
+    def __init__(self, inputs, index: int, name: str, kind: str, topic: str, value: np.ndarray):
+        self._inputs, self.index = inputs, index
+        self.name, self.kind, self.topic, self.value = name, kind, topic, value
+
+    def _get(self, field: int) -> int:
+        I = self._inputs.I
+        return int(I[I[core.H_SLOTS] + core.SLOT_W * self.index + field])
+
+    def _set(self, field: int, v: int) -> None:
+        I = self._inputs.I
+        I[I[core.H_SLOTS] + core.SLOT_W * self.index + field] = v
+
+    @property
+    def stamp_ns(self):
+        """Header stamp of the latest accepted sample (ns), None before the first."""
+        t = self._get(core.S_STAMP)
+        return None if t == NONE else t
+
+    @property
+    def receipt_ns(self):
+        """Node clock when the latest sample was accepted and usable (ns), None before."""
+        t = self._get(core.S_RECEIPT)
+        return None if t == NONE else t
+
+    @property
+    def received(self) -> int:
+        return self._get(core.S_RECEIVED)
+
+    @property
+    def ready(self) -> bool:
+        return bool(self._get(core.S_READY))
+
+    @property
+    def timeout_ns(self) -> int:
+        return self._get(core.S_TIMEOUT)
+
+    @property
+    def rejected(self) -> Counter:
+        """Reason → rejected samples."""
+        return Counter({r: n for r in REASONS if (n := self._get(core.S_REJ + REASONS.index(r)))})
 
     def reject(self, reason: str) -> bool:
-        self.rejected[reason] += 1
+        f = core.S_REJ + REASONS.index(reason)
+        self._set(f, self._get(f) + 1)
         return False
+
+    def accept(self, stamp: int | None, now: int) -> None:
+        if stamp is not None:
+            self._set(core.S_STAMP, stamp)
+        self._set(core.S_RECEIPT, now)
+        self._set(core.S_READY, 1)
+        self._set(core.S_RECEIVED, self.received + 1)
 
     def check_stamp(self, t: int) -> bool:
         return self.stamp_ns is None or t > self.stamp_ns
 
     def fresh(self, now_ns: int) -> bool:
-        return self.ready and self.receipt_ns is not None and now_ns - self.receipt_ns <= self.timeout_ns
+        return bool(core.fresh(self._inputs.I, self.index, now_ns))
 
     def age(self, now_ns: int) -> float:
         """Seconds since the latest accepted sample (inf if none)."""
-        return math.inf if self.receipt_ns is None else (now_ns - self.receipt_ns) * 1e-9
-
-    def clear(self) -> None:
-        self.stamp_ns = self.receipt_ns = None
-        self.ready = False
+        t = self.receipt_ns
+        return math.inf if t is None else (now_ns - t) * 1e-9
 
 
 class _Layouts:
     """Joint-name layout of incoming messages → gather indices into model order, computed once per
-    layout (the result is cached by the tuple of names; the common case compares one list)."""
+    layout (the result is cached by the tuple of names)."""
 
     def __init__(self, model_joints, require_all: bool):
         self.index = {n: k for k, n in enumerate(model_joints)}
         self.n = len(model_joints)
         self.require_all = require_all
-        self._last_names = None
-        self._last = None
         self._cache: dict = {}
 
     def lookup(self, names):
         """``(gather, positions)`` or a rejection reason string. ``gather[k]`` is the message
         index of model joint ``k`` (``require_all``); otherwise ``positions`` are the model
         indices of the message entries."""
-        if names == self._last_names:
-            return self._last
         key = tuple(names)
         hit = self._cache.get(key)
         if hit is None:
@@ -90,7 +125,6 @@ class _Layouts:
             if len(self._cache) > 16:
                 self._cache.clear()
             self._cache[key] = hit
-        self._last_names, self._last = list(names), hit
         return hit
 
     def _build(self, names):
@@ -112,11 +146,21 @@ class _Layouts:
         return None, pos
 
 
-def _array(seq) -> np.ndarray:
-    try:
-        return np.frombuffer(seq, dtype=np.float64)     # array.array('d') from rclpy: no copy
-    except (TypeError, ValueError):
-        return np.asarray(seq, dtype=np.float64)
+class _Alloc:
+    """Offsets of named blocks in a flat array, handed out in order."""
+
+    def __init__(self, start: int = 0):
+        self.size = start
+
+    def __call__(self, n: int) -> int:
+        k, self.size = self.size, self.size + n
+        return k
+
+
+_KINDS = {"joint_states": core.JOINT_STATES, "imu": core.IMU, "ft": core.FT, "load_cell": core.LOAD_CELLS,
+          "joint_torque": core.JOINT_TORQUE}
+#: most sensors a configuration can have (one bit each in the compiled freshness mask)
+MAX_SENSORS = 62
 
 
 class SensorInputs:
@@ -124,115 +168,206 @@ class SensorInputs:
 
     ``q``, ``dq``, ``ddq`` (model order) are valid once :attr:`joint_states` is ready (the second
     accepted joint state: the acceleration filter needs two samples). ``imu`` is an
-    :class:`ImuSample` whose arrays are updated in place.
+    :class:`ImuSample` whose arrays are updated in place. ``I``/``F`` hold the whole state
+    (:mod:`~rbd_estimator.ros.input_core`); :meth:`on_message` feeds it.
     """
 
     def __init__(self, joint_names, config, settings):
         self.joint_names = tuple(joint_names)
-        n = len(self.joint_names)
-        self.q, self.dq = np.zeros(n), np.zeros(n)
-        self.acc = DerivativeFilter(n, settings.acceleration_cutoff_hz, settings.max_sample_gap)
-        self.gyro = DerivativeFilter(3, settings.acceleration_cutoff_hz, settings.max_sample_gap)
-        self.joint_states = Slot("joint_states", "joint_states", settings.joint_states_topic,
-                                 settings.joint_states_timeout)
         self._js_layout = _Layouts(self.joint_names, require_all=True)
         self._jt_layout = _Layouts(self.joint_names, require_all=False)
-        self._orientation, self._w, self._acc_lin = np.zeros(4), np.zeros(3), np.zeros(3)
-        self.imu = None
+        self.I = self.F = None
         self.slots: dict[str, Slot] = {}
         self.configure(config, settings)
 
     # ------------------------------------------------------------------ configuration
     def configure(self, config, settings) -> None:
-        """Adopt a (new) sensor set: slots of sensors that stay keep their latest sample."""
+        """Adopt a (new) sensor set: slots of sensors that stay keep their latest sample and counters,
+        the joint states and filters keep theirs."""
         from .params import default_topic
-        self.config, self.settings = config, settings
-        self.acc.set_cutoff(settings.acceleration_cutoff_hz)
-        self.gyro.set_cutoff(settings.acceleration_cutoff_hz)
-        self.acc.max_gap = self.gyro.max_gap = settings.max_sample_gap
-        self.joint_states.timeout_ns = int(settings.joint_states_timeout * 1e9)
-        old, slots = self.slots, {}
-
-        def slot(name, kind, topic, timeout, size):
-            s = old.get(name)
-            if s is None or s.kind != kind or s.topic != topic or len(s.value) != size:
-                s = Slot(name, kind, topic, timeout, size)
-            s.timeout_ns = int(timeout * 1e9)
-            slots[name] = s
-
+        entries = [("joint_states", "joint_states", settings.joint_states_topic, settings.joint_states_timeout,
+                    len(self.joint_names))]
         if config.imu is not None:
-            slot("imu", "imu", config.imu.topic or default_topic("imu", "imu"), config.imu.timeout, 0)
-        for s in config.ft_sensors:
-            slot(s.name, "ft", s.topic or default_topic("ft", s.name), s.timeout, 6)
-        for c in config.load_cells:
-            slot(c.name, "load_cell", c.topic or default_topic("load_cell", c.name), c.timeout, len(c.positions))
-        for j in config.joint_torque_sensors:
-            slot(j, "joint_torque", settings.joint_torque_source(), settings.joint_torque_timeout, 1)
-        # force-torque readings and joint torques as rows of one array each, in configuration order,
-        # so a tick hands the estimator contiguous arrays without copying (its fast path)
+            entries.append(("imu", "imu", config.imu.topic or default_topic("imu", "imu"), config.imu.timeout, 0))
+        entries += [(s.name, "ft", s.topic or default_topic("ft", s.name), s.timeout, 6) for s in config.ft_sensors]
+        entries += [(c.name, "load_cell", c.topic or default_topic("load_cell", c.name), c.timeout,
+                     len(c.positions)) for c in config.load_cells]
+        entries += [(j, "joint_torque", settings.joint_torque_source(), settings.joint_torque_timeout, 1)
+                    for j in config.joint_torque_sensors]
+        if len(entries) - 1 > MAX_SENSORS:
+            raise ConfigError(f"{len(entries) - 1} sensors configured: at most {MAX_SENSORS} are supported")
+        old_I, old_F, old_slots = self.I, self.F, self.slots
+        self._build(entries, config, settings)
+        if old_I is not None:
+            self._carry_over(old_I, old_F, old_slots)
+        self.config, self.settings = config, settings
+
+    def _build(self, entries, config, settings) -> None:
+        nj, n_ft = len(self.joint_names), len(config.ft_sensors)
+        n_cells = sum(len(c.positions) for c in config.load_cells)
+        fa = _Alloc()
+        par, q, dq, acc, acc_prev = fa(2), fa(nj), fa(nj), fa(nj), fa(nj)
+        gyro, gyro_prev, imu = fa(3), fa(3), fa(10)
+        ft, ft_raw, ft_off = fa(6 * n_ft), fa(6 * n_ft), fa(6 * n_ft)
+        cells, jt = fa(n_cells), fa(len(config.joint_torque_sensors))
+        scr = fa(max(2 * nj, 10, 6, max((len(c.positions) for c in config.load_cells), default=0)))
+        F = np.zeros(fa.size)
+        F[par], F[par + 1] = time_constant(settings.acceleration_cutoff_hz), float(settings.max_sample_gap)
+        F[imu + 3] = 1.0                              # identity orientation until the first sample
+        names_cap = 4 + sum(8 + len(n.encode("utf-8")) for n in self.joint_names)
+        ia = _Alloc(core.HEADER)
+        slots0, names0, gather0 = ia(core.SLOT_W * len(entries)), ia(names_cap), ia(nj)
+        I = np.zeros(ia.size, dtype=np.int64)
+        I[[core.H_NJ, core.H_NSLOTS, core.H_SLOTS, core.H_NAMES, core.H_NAMES_CAP, core.H_NAMES_LEN, core.H_GATHER,
+           core.H_ACC_T, core.H_ACC_READY, core.H_GYRO_T, core.H_GYRO_READY, core.F_Q, core.F_DQ, core.F_ACC,
+           core.F_ACC_PREV, core.F_GYRO, core.F_GYRO_PREV, core.F_IMU, core.F_SCR, core.F_PAR]] = (
+            nj, len(entries), slots0, names0, names_cap, -1, gather0, NONE, 0, NONE, 0, q, dq, acc, acc_prev, gyro,
+            gyro_prev, imu, scr, par)
+        I[core.H_ALPHA] = int(config.imu is not None and config.imu.use_angular_acceleration)
+        self.I, self.F = I, F
+        rows = {"ft": ft, "load_cell": cells, "joint_torque": jt}
+        offsets = dict(getattr(settings, "ft_offsets", ()))
+        self.slots, self._index = {}, {}
+        for s, (name, kind, topic, timeout, size) in enumerate(entries):
+            r = slots0 + core.SLOT_W * s
+            value = {"joint_states": q, "imu": imu}.get(kind)
+            if value is None:
+                value = rows[kind]
+                rows[kind] += size
+            I[r + core.S_STAMP] = I[r + core.S_RECEIPT] = NONE
+            I[r + core.S_TIMEOUT] = int(timeout * 1e9)
+            I[r + core.S_KIND], I[r + core.S_VALUE], I[r + core.S_SIZE] = _KINDS[kind], value, size
+            if kind == "ft":
+                k = (value - ft) // 6
+                I[r + core.S_RAW], I[r + core.S_OFFSET] = ft_raw + 6 * k, ft_off + 6 * k
+                if name in offsets:
+                    F[ft_off + 6 * k: ft_off + 6 * k + 6] = offsets[name]
+            slot = Slot(self, s, name, kind, topic, F[value:value + max(size, 1)] if kind != "imu" else F[imu:imu + 10])
+            self._index[name] = s
+            if s == 0:
+                self.joint_states = slot
+            else:
+                self.slots[name] = slot
+        self._views(config, q, dq, acc, gyro, imu, ft, ft_raw, cells, jt)
+
+    def _views(self, config, q, dq, acc, gyro, imu, ft, ft_raw, cells, jt) -> None:
+        F, nj = self.F, len(self.joint_names)
+        self.q, self.dq, self.ddq = F[q:q + nj], F[dq:dq + nj], F[acc:acc + nj]
+        self.use_angular_acceleration = bool(self.I[core.H_ALPHA])
+        self.imu = None
+        if config.imu is not None:
+            self.imu = ImuSample(F[imu:imu + 4], F[imu + 4:imu + 7], F[imu + 7:imu + 10],
+                                 F[gyro:gyro + 3] if self.use_angular_acceleration else None)
         self.ft_names = tuple(s.name for s in config.ft_sensors)
-        self.ft_matrix = np.zeros((len(self.ft_names), 6))
-        for i, n in enumerate(self.ft_names):
-            self.ft_matrix[i] = slots[n].value
-            slots[n].value = self.ft_matrix[i]
-        # the readings as received (before the offsets): what an offset calibration needs
-        self.ft_raw_matrix = self.ft_matrix.copy()
-        self._ft_row = {n: i for i, n in enumerate(self.ft_names)}
-        self._ft_offsets = {n: np.array([o], dtype=float) for n, o in getattr(settings, "ft_offsets", ())
-                            if n in self._ft_row}
+        n_ft = len(self.ft_names)
+        self.ft_matrix = F[ft:ft + 6 * n_ft].reshape(n_ft, 6)
+        self.ft_raw_matrix = F[ft_raw:ft_raw + 6 * n_ft].reshape(n_ft, 6)   # readings before the offsets
+        self.cells_vector = F[cells:cells + sum(len(c.positions) for c in config.load_cells)]   # config order
         self.jt_names = tuple(config.joint_torque_sensors)
-        self.jt_vector = np.zeros(len(self.jt_names))
-        for i, n in enumerate(self.jt_names):
-            self.jt_vector[i] = slots[n].value[0]
-            slots[n].value = self.jt_vector[i:i + 1]
-        self.slots = slots
-        self.use_angular_acceleration = bool(config.imu is not None and config.imu.use_angular_acceleration)
-        self._jt_index = {j: self.joint_names.index(j) for j in config.joint_torque_sensors
-                          if j in self.joint_names}
+        self.jt_vector = F[jt:jt + len(self.jt_names)]
+        self._jt_index = {j: self.joint_names.index(j) for j in self.jt_names if j in self.joint_names}
         self.sensor_names = tuple(self.slots)
+        self._missing_sets = {0: _EMPTY}
+
+    def _carry_over(self, old_I, old_F, old_slots) -> None:
+        """Copy what a reconfiguration keeps from the previous state (see :meth:`configure`)."""
+        I, F = self.I, self.F
+        nj = len(self.joint_names)
+        for h, n in ((core.F_Q, nj), (core.F_DQ, nj), (core.F_ACC, nj), (core.F_ACC_PREV, nj), (core.F_GYRO, 3),
+                     (core.F_GYRO_PREV, 3), (core.F_IMU, 10)):
+            F[I[h]:I[h] + n] = old_F[old_I[h]:old_I[h] + n]
+        for h in (core.H_ACC_T, core.H_ACC_READY, core.H_GYRO_T, core.H_GYRO_READY):
+            I[h] = old_I[h]
+        L = old_I[core.H_NAMES_LEN]
+        if L >= 0:
+            I[I[core.H_NAMES]:I[core.H_NAMES] + L] = old_I[old_I[core.H_NAMES]:old_I[core.H_NAMES] + L]
+            I[I[core.H_GATHER]:I[core.H_GATHER] + nj] = old_I[old_I[core.H_GATHER]:old_I[core.H_GATHER] + nj]
+            I[core.H_NAMES_LEN] = L
+        pairs = [(0, 0)] + [(self._index[n], s.index) for n, s in old_slots.items()
+                            if n in self.slots and self.slots[n].kind == s.kind and self.slots[n].topic == s.topic
+                            and len(self.slots[n].value) == len(s.value)]
+        w = core.SLOT_W
+        for new, old in pairs:
+            r, ro = I[core.H_SLOTS] + w * new, old_I[core.H_SLOTS] + w * old
+            keep = [core.S_STAMP, core.S_RECEIPT, core.S_RECEIVED, core.S_READY] + list(range(core.S_REJ, w))
+            I[[r + f for f in keep]] = old_I[[ro + f for f in keep]]
+            if new == 0:
+                continue
+            size = I[r + core.S_SIZE]
+            F[I[r + core.S_VALUE]:I[r + core.S_VALUE] + size] = old_F[old_I[ro + core.S_VALUE]:
+                                                                      old_I[ro + core.S_VALUE] + size]
+            if I[r + core.S_KIND] == core.FT:
+                raw, oraw = I[r + core.S_RAW], old_I[ro + core.S_RAW]
+                F[raw:raw + 6] = old_F[oraw:oraw + 6]
+                F[I[r + core.S_VALUE]:I[r + core.S_VALUE] + 6] = F[raw:raw + 6] - F[I[r + core.S_OFFSET]:
+                                                                                    I[r + core.S_OFFSET] + 6]
+
+    @property
+    def filter_time_constant(self) -> float:
+        """``T_c`` (s) of the q̈ and ω̇ low-pass filters in use (:mod:`~rbd_estimator.ros.filters`)."""
+        return float(self.F[self.I[core.F_PAR]])
+
+    def warm_up(self) -> None:
+        """Load the compiled input handling now (from numba's cache, or compile it), not at the first
+        message: an undecodable empty message for every slot changes nothing."""
+        empty = np.frombuffer(b"", dtype=np.uint8)
+        for s in range(int(self.I[core.H_NSLOTS])):
+            core.ingest(self.I, self.F, empty, s, 0)
+        core.missing_mask(self.I, 0)
+
+    def slot_index(self, name: str) -> int:
+        """Index of an input in the state (0: the joint states)."""
+        return self._index[name]
 
     def reset(self) -> None:
         """Forget every sample and the filter states (on activate); counters are kept."""
-        self.joint_states.clear()
-        self.acc.reset()
-        self.gyro.reset()
-        for s in self.slots.values():
-            s.clear()
+        I, w = self.I, core.SLOT_W
+        for s in range(I[core.H_NSLOTS]):
+            r = I[core.H_SLOTS] + w * s
+            I[r + core.S_STAMP] = I[r + core.S_RECEIPT] = NONE
+            I[r + core.S_READY] = 0
+        I[core.H_ACC_T] = I[core.H_GYRO_T] = NONE
+        I[core.H_ACC_READY] = I[core.H_GYRO_READY] = 0
 
     # ------------------------------------------------------------------ inputs
-    def on_joint_state(self, msg, now_ns: int) -> bool:
-        """Validate and store a ``JointState``; returns whether q, dq, ddq are ready for a tick."""
-        slot = self.joint_states
-        hit = self._js_layout.lookup(msg.name)
+    def on_message(self, slot: int, buf, now_ns: int) -> int:
+        """The serialized message ``buf`` (bytes-like) of input ``slot`` (:meth:`slot_index`) received at
+        ``now_ns``: 1 accepted and ready, 0 accepted, -1 rejected, ``input_core.CDR_ERROR`` undecodable."""
+        b = np.frombuffer(buf, dtype=np.uint8)
+        code = core.ingest(self.I, self.F, b, slot, now_ns)
+        if code == core.NEED_LAYOUT:
+            code = self._new_layout(b, now_ns)
+        return code
+
+    def _new_layout(self, b, now_ns: int) -> int:
+        """A joint state whose names are not the cached ones: read them, check them against the
+        model, cache the layout and handle the message (or reject it)."""
+        region = core.names_region(b)
+        if region is None:
+            return core.CDR_ERROR
+        try:
+            names = cdr.decode(cdr.JOINT_STATE, b.tobytes()).name
+        except cdr.CdrError:
+            return core.CDR_ERROR
+        hit = self._js_layout.lookup(names)
         if isinstance(hit, str):
-            return slot.reject(hit)
-        gather, _ = hit
-        pos, vel = _array(msg.position), _array(msg.velocity)
-        n = len(msg.name)
-        if len(pos) != n or len(vel) != n:
-            return slot.reject("wrong_length")
-        q, dq = pos[gather], vel[gather]
-        if not (np.isfinite(q).all() and np.isfinite(dq).all()):
-            return slot.reject("non_finite")
-        t = stamp_ns(msg.header.stamp)
-        if not slot.check_stamp(t):
-            return slot.reject("stamp_not_increasing")
-        self.q[:] = q
-        self.dq[:] = dq
-        slot.stamp_ns, slot.receipt_ns = t, now_ns
-        slot.received += 1
-        slot.ready = self.acc.update(t, dq)
-        return slot.ready
+            self.joint_states.reject(hit)
+            return -1
+        start, end = region
+        if not core.store_layout(self.I, b[start:end].tobytes(), hit[0]):
+            self.joint_states.reject("unknown_joint")
+            return -1
+        return core.ingest(self.I, self.F, b, 0, now_ns)
 
     def on_joint_torques(self, msg, now_ns: int) -> bool:
-        """The ``effort`` field of a ``JointState``: the joint-torque sensors it names."""
+        """The ``effort`` field of a (decoded) ``JointState``: the joint-torque sensors it names."""
         if not self._jt_index:
             return False
         first = self.slots[next(iter(self._jt_index))]
         hit = self._jt_layout.lookup(msg.name)
         if isinstance(hit, str):
             return first.reject(hit)
-        eff = _array(msg.effort)
+        eff = np.asarray(msg.effort, dtype=np.float64)
         if len(eff) != len(msg.name):
             return first.reject("wrong_length")
         t = stamp_ns(msg.header.stamp)
@@ -247,91 +382,18 @@ class SensorInputs:
             return first.reject("stamp_not_increasing")
         for s, i in found:
             s.value[0] = eff[i]
-            s.stamp_ns, s.receipt_ns, s.ready = t, now_ns, True
-            s.received += 1
-        return True
-
-    def on_imu(self, msg, now_ns: int) -> bool:
-        slot = self.slots.get("imu")
-        if slot is None:
-            return False
-        o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
-        quat = (o.x, o.y, o.z, o.w)
-        vals = quat + (w.x, w.y, w.z, a.x, a.y, a.z)
-        if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):   # see on_wrench
-            return slot.reject("non_finite")
-        norm = math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3])
-        if abs(norm - 1.0) > 1e-2:
-            return slot.reject("bad_orientation")
-        t = stamp_ns(msg.header.stamp)
-        if not slot.check_stamp(t):
-            return slot.reject("stamp_not_increasing")
-        self._orientation[:] = quat
-        self._orientation /= norm
-        self._w[:] = vals[4:7]
-        self._acc_lin[:] = vals[7:10]
-        slot.stamp_ns = t
-        slot.received += 1
-        if self.use_angular_acceleration:
-            ready = self.gyro.update(t, self._w)
-            alpha = self.gyro.value
-        else:
-            ready, alpha = True, None
-        if self.imu is None or self.imu.angular_acceleration is not alpha:
-            self.imu = ImuSample(self._orientation, self._w, self._acc_lin, alpha)
-        slot.ready = ready
-        if ready:
-            slot.receipt_ns = now_ns
-        return ready
-
-    def on_wrench(self, name: str, msg, now_ns: int) -> bool:
-        slot = self.slots.get(name)
-        if slot is None:
-            return False
-        f, m = msg.wrench.force, msg.wrench.torque
-        vals = (f.x, f.y, f.z, m.x, m.y, m.z)
-        # a finite sum means finite terms (an inf or nan term makes the sum inf or nan): one test
-        # for the common case, the exact one only when the sum is not finite
-        if not math.isfinite(sum(vals)) and not all(math.isfinite(v) for v in vals):
-            return slot.reject("non_finite")
-        t = stamp_ns(msg.header.stamp)
-        if not slot.check_stamp(t):
-            return slot.reject("stamp_not_increasing")
-        raw = self.ft_raw_matrix[self._ft_row[name]]
-        raw[:] = vals
-        off = self._ft_offsets.get(name) if self._ft_offsets else None
-        if off is None:
-            slot.value[:] = raw
-        else:                                   # ft_offsets.<name>: reading − offset
-            slot.value[:] = apply_offsets(raw[None, :], off)[0]
-        slot.stamp_ns, slot.receipt_ns, slot.ready = t, now_ns, True
-        slot.received += 1
-        return True
-
-    def on_load_cells(self, name: str, msg, now_ns: int) -> bool:
-        """``Float64MultiArray``: one force per cell (N), in the configured cell order. The
-        message has no stamp: freshness is its receipt time."""
-        slot = self.slots.get(name)
-        if slot is None:
-            return False
-        data = _array(msg.data)
-        if len(data) != len(slot.value):
-            return slot.reject("wrong_length")
-        if not np.isfinite(data).all():
-            return slot.reject("non_finite")
-        slot.value[:] = data
-        slot.receipt_ns, slot.ready = now_ns, True
-        slot.received += 1
+            s.accept(t, now_ns)
         return True
 
     # ------------------------------------------------------------------ tick
     def missing(self, now_ns: int) -> frozenset:
         """Sensors of the configuration without a fresh sample at ``now_ns``."""
-        out = [name for name, s in self.slots.items() if not s.fresh(now_ns)]
-        return frozenset(out) if out else _EMPTY
-
-    def ddq(self) -> np.ndarray:
-        return self.acc.value
+        mask = core.missing_mask(self.I, now_ns)
+        hit = self._missing_sets.get(mask)
+        if hit is None:
+            names = self.sensor_names
+            hit = self._missing_sets[mask] = frozenset(n for k, n in enumerate(names) if mask >> k & 1)
+        return hit
 
     def ft_for(self, names) -> np.ndarray | None:
         """``(len(names), 6)`` readings in ``names`` order (no copy for the full set)."""

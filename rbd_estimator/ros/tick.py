@@ -65,7 +65,7 @@ class TickCore:
         slots = inputs.slots
         try:
             r = plan.estimator.estimate(
-                inputs.q, inputs.dq, inputs.acc.value,
+                inputs.q, inputs.dq, inputs.ddq,
                 imu=inputs.imu if plan.has_imu else None,
                 ft=inputs.ft_for(plan.ft_names),
                 load_cells={n: slots[n].value for n in plan.load_cell_names} if plan.load_cell_names else None,

@@ -1,0 +1,92 @@
+"""The node's tick over a run of recorded messages in one compiled loop (the replay's fast path).
+
+For every message of a batch (:class:`~rbd_estimator.ros.bag_io.RawBatch`) :func:`run` calls the
+same compiled input handling as the live node (:func:`rbd_estimator.ros.input_core.ingest`) and, on
+every joint state that makes the inputs ready, the same estimate: the compiled structured tick
+(:func:`rbd_estimator.estimation.structured.structured_tick`) of the configuration's main plan,
+with the same arrays :class:`~rbd_estimator.ros.tick.TickCore` hands it. The loop only covers the
+steady state. It stops and hands the message back to Python (the per-message path of
+:class:`~rbd_estimator.replay.Replayer`) whenever the live node would do something else than
+"all sensors fresh, main plan, estimate succeeded": a sensor missing, a plan change, a failed
+estimate, a joint state with a new name layout, undecodable bytes, an input it does not handle
+(joint-torque topics). So both paths run literally the same code for every message.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..estimation.structured import compiled_tick
+from . import input_core as core
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+#: :func:`run` stop codes (besides input_core's CDR_ERROR and NEED_LAYOUT: message not handled)
+DONE, TICK_PENDING, PYTHON = 1, 2, 3
+#: ``slot_of`` entries: not an input (copied only) / handled in Python
+NOT_INPUT, IN_PYTHON = -1, -2
+
+_kernel = compiled_tick()
+
+
+@nb.njit(**_JIT)
+def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau, res_w, res_time, res_stamp,
+        res_msg, k0):
+    """Messages ``i0…`` of a batch (connection index ``conn[i]``, log time ``time[i]`` in ns, bytes
+    ``data[start[i]:start[i] + length[i]]``; ``slot_of[conn]`` the input slot) through the input
+    handling and, on every ready joint state, the main plan's estimate (``K``: the structured
+    kernel's arguments; ``main_ok``: the node's state is "all sensors fresh, main plan"). Results
+    go to row ``k`` of ``res_tau`` (joint torques, N·m), ``res_w`` (contact wrenches, flattened
+    ``n_c × 6``), ``res_time`` (log time), ``res_stamp`` (joint-state stamp, ns), ``res_msg`` (the
+    triggering message) from ``k0`` on. Returns ``(i, k, code)``: the message where it stopped, the
+    next result row, and why (:data:`DONE`: all handled; :data:`TICK_PENDING`: message ``i`` was
+    taken in and its tick is for Python; otherwise message ``i`` was not taken in)."""
+    k = k0
+    nj, nw = res_tau.shape[1], res_w.shape[1]
+    out = K[17]
+    for i in range(i0, time.shape[0]):
+        s = slot_of[conn[i]]
+        if s == NOT_INPUT:
+            continue
+        if s == IN_PYTHON:
+            return i, k, PYTHON
+        code = core.ingest(I, F, data[start[i]:start[i] + length[i]], s, time[i])
+        if code == core.NEED_LAYOUT or code == core.CDR_ERROR:
+            return i, k, code
+        if s != 0 or code != 1:
+            continue
+        if not main_ok or k == res_tau.shape[0] or core.missing_mask(I, time[i]) != 0:
+            return i, k, TICK_PENDING
+        if _kernel(K[0], K[1], K[2], K[3], K[4], K[5], K[6], K[7], K[8], K[9], K[10], K[11], K[12], K[13], K[14],
+                   K[15], K[16], K[17], K[18]) != 0:
+            return i, k, TICK_PENDING
+        for j in range(nj):
+            res_tau[k, j] = out[j]
+        for j in range(nw):
+            res_w[k, j] = out[nj + j]
+        res_time[k] = time[i]
+        res_stamp[k] = I[I[core.H_SLOTS] + core.S_STAMP]
+        res_msg[k] = i
+        k += 1
+    return time.shape[0], k, DONE
+
+
+def kernel_args(inputs, estimator):
+    """The structured kernel's arguments for ``estimator`` (the main plan) reading the current
+    samples of ``inputs`` (views: valid until ``inputs`` is reconfigured), as
+    :meth:`~rbd_estimator.estimation.structured.StructuredSolver.estimate` passes them; None when
+    the estimator does not use the structured solver."""
+    sol = getattr(estimator, "_structured", None)
+    if sol is None:
+        return None
+    z3, z4 = np.zeros(3), np.zeros(4)
+    imu = inputs.imu if sol._has_imu else None
+    iq, iw, ia = (imu[0], imu[1], imu[2]) if imu is not None else (z4, z3, z3)
+    ial = imu[3] if (imu is not None and sol._alpha) else z3
+    e, cfg = estimator, estimator.config
+    same = (tuple(e.ft_names) == inputs.ft_names and tuple(cfg.joint_torque_sensors) == inputs.jt_names
+            and tuple(c.name for c in cfg.load_cells) == tuple(c.name for c in inputs.config.load_cells))
+    if not same:
+        return None
+    return (sol.ip, sol.fp, sol.w, e._E, e._v, e._x, inputs.q, inputs.dq, inputs.ddq, iq, iw, ia, ial,
+            inputs.ft_matrix, inputs.cells_vector, inputs.jt_vector, e._imu_buf, e._out, e._info)
