@@ -151,17 +151,9 @@ class StructuredSolver:
         e = self._est
         if self._fast:
             try:
-                if self._has_imu:
-                    if imu is None:
-                        raise TypeError
-                    iq, iw, ia = imu[0], imu[1], imu[2]
-                    ial = imu[3] if self._alpha else self._z3
-                else:
-                    iq, iw, ia, ial = self._z4, self._z3, self._z3, self._z3
-                status = self.kernel(
-                    self.ip, self.fp, self.w, e._E, e._v, e._x, q, dq, ddq, iq, iw, ia, ial,
-                    ft if self._n_ft else self._ft0, self._z0, joint_torques if self._n_jt else self._z0,
-                    e._imu_buf, e._out, e._info)
+                if self._has_imu and imu is None:
+                    raise TypeError
+                status = self.kernel(*self.arguments(q, dq, ddq, imu, ft, self._z0, joint_torques))
             except (TypeError, IndexError, KeyError):
                 status = 3
             if status != 3:
@@ -170,6 +162,20 @@ class StructuredSolver:
             self.fallbacks += 1
         e._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
         return self.tick()
+
+    def arguments(self, q, dq, ddq, imu, ft, cells, joint_torques) -> tuple:
+        """The kernel's arguments for these inputs (float64 C-contiguous arrays of the right shapes;
+        ``imu`` an :class:`~.estimator.ImuSample` when the configuration has an IMU; ``ft``,
+        ``cells``, ``joint_torques`` as the estimator's configuration orders them)."""
+        e = self._est
+        if self._has_imu:
+            iq, iw, ia = imu[0], imu[1], imu[2]
+            ial = imu[3] if self._alpha else self._z3
+        else:
+            iq, iw, ia, ial = self._z4, self._z3, self._z3, self._z3
+        return (self.ip, self.fp, self.w, e._E, e._v, e._x, q, dq, ddq, iq, iw, ia, ial,
+                ft if self._n_ft else self._ft0, cells, joint_torques if self._n_jt else self._z0,
+                e._imu_buf, e._out, e._info)
 
     def tick(self) -> int:
         """One estimate from the estimator's packed buffers (``_q, _dq, _ddq, _imu_buf, _ft_buf,

@@ -14,7 +14,6 @@ estimate, a joint state with a new name layout, undecodable bytes, an input it d
 from __future__ import annotations
 
 import numba as nb
-import numpy as np
 
 from ..estimation.structured import compiled_tick
 from . import input_core as core
@@ -73,20 +72,16 @@ def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau,
 
 def kernel_args(inputs, estimator):
     """The structured kernel's arguments for ``estimator`` (the main plan) reading the current
-    samples of ``inputs`` (views: valid until ``inputs`` is reconfigured), as
+    samples of ``inputs`` (views: valid until ``inputs`` is reconfigured), as its own
     :meth:`~rbd_estimator.estimation.structured.StructuredSolver.estimate` passes them; None when
-    the estimator does not use the structured solver."""
+    the estimator does not use the structured solver or reads another sensor set."""
     sol = getattr(estimator, "_structured", None)
     if sol is None:
         return None
-    z3, z4 = np.zeros(3), np.zeros(4)
-    imu = inputs.imu if sol._has_imu else None
-    iq, iw, ia = (imu[0], imu[1], imu[2]) if imu is not None else (z4, z3, z3)
-    ial = imu[3] if (imu is not None and sol._alpha) else z3
-    e, cfg = estimator, estimator.config
-    same = (tuple(e.ft_names) == inputs.ft_names and tuple(cfg.joint_torque_sensors) == inputs.jt_names
+    cfg = estimator.config
+    same = (tuple(estimator.ft_names) == inputs.ft_names and tuple(cfg.joint_torque_sensors) == inputs.jt_names
             and tuple(c.name for c in cfg.load_cells) == tuple(c.name for c in inputs.config.load_cells))
     if not same:
         return None
-    return (sol.ip, sol.fp, sol.w, e._E, e._v, e._x, inputs.q, inputs.dq, inputs.ddq, iq, iw, ia, ial,
-            inputs.ft_matrix, inputs.cells_vector, inputs.jt_vector, e._imu_buf, e._out, e._info)
+    return sol.arguments(inputs.q, inputs.dq, inputs.ddq, inputs.imu, inputs.ft_matrix, inputs.cells_vector,
+                         inputs.jt_vector)
