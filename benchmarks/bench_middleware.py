@@ -110,7 +110,7 @@ def joint_state_in(rec: Recording, k: int = 0) -> JointState:
 
 
 def imu_msg(rec: Recording, k: int = 0, msg: Imu | None = None) -> Imu:
-    """``msg`` (or a new ``Imu``) filled with step ``k``, as ``demo_runner.publish_loop`` fills it."""
+    """``msg`` (or a new ``Imu``) filled with step ``k`` (field by field, floats)."""
     msg = msg or Imu()
     o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
     v = rec.imu[k]
@@ -315,7 +315,8 @@ class Client:
 
 
 class MsgInputs:
-    """Variant (a): fill rclpy messages per step as ``demo_runner.publish_loop`` does and publish them."""
+    """Variant (a): rclpy messages filled field by field per step (as the demo client did before it
+    published serialized templates), then published."""
 
     def __init__(self, client: Client, rec: Recording):
         self.c, self.rec = client, rec
