@@ -137,10 +137,11 @@ class Replayer:
                 self._sensor_slots[r(slot.topic)] = slot.index
         self.torque_topic = r("~/joint_torques")
         self.wrench_topics = [r(f"~/contact_wrenches/{c}") for c in est.contact_names]
-        self._tau_enc = cdr.JointTorquesEncoder(est.joint_names)
-        self._w_enc = [cdr.WrenchStampedEncoder(f) for f in est.contact_frames]
-        self._templates = [np.frombuffer(self._tau_enc.encode(0, 0, np.zeros(len(est.joint_names))), np.uint8)]
-        self._templates += [np.frombuffer(e.encode(0, 0, np.zeros(6)), np.uint8) for e in self._w_enc]
+        # the output messages as the node serializes them (cdr encoders), stamp and values set per estimate
+        tau0 = cdr.JointTorquesEncoder(est.joint_names).encode(0, 0, np.zeros(len(est.joint_names)))
+        self._templates = [np.frombuffer(tau0, np.uint8)]
+        self._templates += [np.frombuffer(cdr.WrenchStampedEncoder(f).encode(0, 0, np.zeros(6)), np.uint8)
+                            for f in est.contact_frames]
         self.tick_on_js = s.tick == "joint_states"
         self.period_ns = int(round(1e9 / s.rate_hz))
         self._next_timer = None
@@ -183,11 +184,10 @@ class Replayer:
         if out is None:
             return
         _, r = out
-        sec, nsec = stamp // 1_000_000_000, stamp % 1_000_000_000
-        if self._emit is not None:
-            self._emit(0, now, self._tau_enc.encode(sec, nsec, r.tau))
-            for i, (enc, w) in enumerate(zip(self._w_enc, r.contact_wrenches)):
-                self._emit(i + 1, now, enc.encode(sec, nsec, w))
+        if self._emit is not None:                  # the same serialization as the batches'
+            rows = self._encode(r.tau[None, :], r.contact_wrenches.reshape(1, -1), np.array([stamp], np.int64))
+            for j, e in enumerate(rows):
+                self._emit(j, now, e[0].tobytes())
         if self.collect:
             self.times.append(now)
             self.stamps.append(stamp)
