@@ -4,7 +4,7 @@ The library (everything but :mod:`rbd_estimator.node` and :mod:`rbd_estimator.ro
 """
 from .dynamics import (aba, ce_aba, ce_crba, ce_rnea, crba, forward_dynamics_ltdl, ltdl, ltl, minverse, mul_L,
                        mul_Lt, rnea, solve_L, solve_Lt)
-from .errors import ConfigError, IllPosedError, ModelError
+from .errors import ConfigError, IllPosedError, ModelError, ModelWarning
 from .estimation import (Estimate, Estimator, ImuSample, LoopEstimate, LoopEstimator, SensorConfig, apply_offsets,
                          calibrate_ft_offsets)
 from .estimation.forward import SparseForwardDynamics
@@ -13,7 +13,7 @@ from .model.cost import cost
 from .model.loops import LoopConfig
 from .model.robot_model import Frame, FTSensor, RobotModel
 
-__all__ = ["ModelError", "ConfigError", "IllPosedError", "RobotModel", "Frame", "FTSensor",
+__all__ = ["ModelError", "ModelWarning", "ConfigError", "IllPosedError", "RobotModel", "Frame", "FTSensor",
            "rnea", "aba", "crba", "minverse", "ltl", "ltdl", "mul_L", "mul_Lt", "solve_L", "solve_Lt",
            "forward_dynamics_ltdl", "cost", "SensorConfig", "Estimator", "Estimate", "ImuSample",
            "LoopEstimator", "LoopEstimate",

@@ -11,3 +11,10 @@ class ConfigError(ValueError):
 
 class IllPosedError(ValueError):
     """The sensor set does not determine the unknowns; the message says which are undetermined."""
+
+
+class ModelWarning(UserWarning):
+    """The robot description is computable but physically doubtful (an inertia that no rigid body has).
+
+    Issued once per link, naming it, the defect and its size; ``strict=True`` turns it into :class:`ModelError`.
+    """

@@ -53,19 +53,24 @@ class Pair:
         # our v index → pinocchio v index; our q index → pinocchio q index
         self.v_map = np.zeros(m.nv, dtype=int)
         self.q_map = np.zeros(m.nq, dtype=int)
+        self.unbounded = []   # (our q index, pinocchio q index) of continuous joints: [cos q, sin q] there
         if floating_base:
             self.v_map[:6] = np.arange(6)
             self.q_map[:7] = np.arange(7)
         for name in m.joint_names:
             b = m.body_joint_names.index(name)
             jid = pm.getJointId(name)
-            assert pm.nqs[jid] == 1, f"joint {name} has nq={pm.nqs[jid]} in pinocchio"
+            assert pm.nqs[jid] in (1, 2), f"joint {name} has nq={pm.nqs[jid]} in pinocchio"
             self.v_map[m.v_idx[b]] = pm.idx_vs[jid]
             self.q_map[m.q_idx[b]] = pm.idx_qs[jid]
+            if pm.nqs[jid] == 2:
+                self.unbounded.append((m.q_idx[b], pm.idx_qs[jid]))
 
     def q_to_pin(self, q):
         out = np.zeros(self.pin_model.nq)
         out[self.q_map] = q
+        for k, kp in self.unbounded:
+            out[kp:kp + 2] = np.cos(q[k]), np.sin(q[k])
         return out
 
     def v_to_pin(self, v):

@@ -29,7 +29,7 @@ import pinocchio as pin
 import pytest
 
 from oracle import Pair, rel_err, urdf_xml
-from rbd_estimator import ModelError, RobotModel
+from rbd_estimator import ModelError, ModelWarning, RobotModel
 from rbd_estimator.dynamics import rnea
 from rbd_estimator.dynamics.kinematics import joint_transform
 from rbd_estimator.model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
@@ -561,13 +561,6 @@ BAD = {
     "mass_tiny_negative": (chain(link("neg_link", "-1e-12"), joint("j", "upper", "neg_link")), "neg_link"),
     "mass_letters": (chain(link("word_link", "heavy"), joint("j", "upper", "word_link")), "word_link"),
     "mass_empty": (chain(link("blank_link", ""), joint("j", "upper", "blank_link")), "blank_link"),
-    "zero_mass_with_inertia": (chain(link("ghost_mass", "0"), joint("j", "upper", "ghost_mass")), "ghost_mass"),
-    "inertia_negative": (chain(link("neg_I", inertia=INERTIA.replace('ixx="0.1"', 'ixx="-0.1"')),
-                               joint("j", "upper", "neg_I")), "neg_I"),
-    "inertia_not_psd": (chain(link("odd_I", inertia=INERTIA.replace('ixy="0"', 'ixy="0.5"')),
-                              joint("j", "upper", "odd_I")), "odd_I"),
-    "inertia_triangle": (chain(link("flat_I", inertia=INERTIA.replace('izz="0.1"', 'izz="0.3"')),
-                               joint("j", "upper", "flat_I")), "flat_I"),
     "inertia_nan": (chain(link("nan_I", inertia=INERTIA.replace('iyy="0.1"', 'iyy="nan"')),
                           joint("j", "upper", "nan_I")), "nan_I"),
     "inertia_huge": (chain(link("big_I", inertia=INERTIA.replace('0.1', '1e308').replace('ixy="0"', 'ixy="1e308"')),
@@ -581,9 +574,6 @@ BAD = {
     "planar_joint": (chain(link("tip"), joint("j_planar", "upper", "tip", "planar")), "j_planar"),
     "floating_joint": (chain(link("tip"), joint("j_float", "upper", "tip", "floating")), "j_float"),
     "unknown_joint_type": (chain(link("tip"), joint("j_ball", "upper", "tip", "ball")), "j_ball"),
-    "mimic_revolute": (chain(link("tip"), joint("j_mimic", "upper", "tip", extra='<mimic joint="j_ok"/>')), "j_mimic"),
-    "mimic_prismatic": (chain(link("tip"), joint("j_mimic", "upper", "tip", "prismatic", '<mimic joint="j_ok"/>')),
-                        "j_mimic"),
     "axis_zero": (chain(link("tip"), joint("j_axis", "upper", "tip").replace('"0 0 1"', '"0 0 0"')), "j_axis"),
     "axis_nan": (chain(link("tip"), joint("j_axis", "upper", "tip").replace('"0 0 1"', '"nan 0 1"')), "j_axis"),
     "axis_letters": (chain(link("tip"), joint("j_axis", "upper", "tip").replace('"0 0 1"', '"x y z"')), "j_axis"),
@@ -597,6 +587,51 @@ BAD = {
                             "j_nochild"),
     "link_without_name": (chain('<link/>'), "link"),
 }
+
+
+# Physically doubtful but computable (issue 10): a ModelWarning by default, ModelError with strict=True.
+PHYSICAL = {
+    "zero_mass_with_inertia": (chain(link("ghost_mass", "0"), joint("j", "upper", "ghost_mass")), "ghost_mass"),
+    "inertia_negative": (chain(link("neg_I", inertia=INERTIA.replace('ixx="0.1"', 'ixx="-0.1"')),
+                               joint("j", "upper", "neg_I")), "neg_I"),
+    "inertia_not_psd": (chain(link("odd_I", inertia=INERTIA.replace('ixy="0"', 'ixy="0.5"')),
+                              joint("j", "upper", "odd_I")), "odd_I"),
+    "inertia_triangle": (chain(link("flat_I", inertia=INERTIA.replace('izz="0.1"', 'izz="0.3"')),
+                               joint("j", "upper", "flat_I")), "flat_I"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PHYSICAL))
+def test_doubtful_physics_warns_or_with_strict_raises_naming_the_culprit(case):
+    xml, pattern = PHYSICAL[case]
+    with pytest.raises(ModelError, match=pattern):
+        RobotModel.from_urdf(xml, strict=True)
+    with pytest.warns(ModelWarning, match=pattern):
+        m = RobotModel.from_urdf(xml)
+    assert np.all(np.isfinite(m.inertias))
+
+
+@pytest.mark.parametrize("extra, mult, offset", [('<mimic joint="j_ok"/>', 1.0, 0.0),
+                                                 ('<mimic joint="j_ok" multiplier="-2" offset="0.1"/>', -2.0, 0.1)])
+def test_mimic_joint_is_a_coupled_coordinate(extra, mult, offset):
+    xml = chain(link("tip"), joint("j_mimic", "upper", "tip", extra=extra))
+    m = RobotModel.from_urdf(xml)
+    assert [(x.joint, x.driver, x.multiplier, x.offset) for x in m.mimic_joints] == [("j_mimic", "j_ok", mult, offset)]
+    from rbd_estimator.model.mimic import mimic_map
+    mm = mimic_map(m)
+    assert "j_mimic" not in mm.joint_names and mm.nv == m.nv - 1
+    q = mm.q(np.arange(1.0, mm.nq + 1))
+    k = mm.joint_names.index("j_ok")
+    assert q[m.q_idx[m.body_joint_names.index("j_mimic")]] == pytest.approx(mult * (k + 1) + offset)
+
+
+def test_mimic_of_a_missing_joint_is_independent_with_a_warning():
+    xml = chain(link("tip"), joint("j_mimic", "upper", "tip", extra='<mimic joint="nowhere"/>'))
+    with pytest.warns(ModelWarning, match="j_mimic.*nowhere"):
+        m = RobotModel.from_urdf(xml)
+    assert not m.mimic_joints and "j_mimic" in m.joint_names
+    with pytest.raises(ModelError, match="j_mimic"):
+        RobotModel.from_urdf(xml, strict=True)
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -629,15 +664,18 @@ def test_massless_link_decisions():
     robot(link("base"), '<link name="leaf_link"/>', '<link name="leaf_tip"/>', joint("leaf_joint", "base", "leaf_link"),
           joint("leaf_fix", "leaf_link", "leaf_tip", "fixed")),
 ])
-def test_massless_subtree_on_movable_joint_is_an_error(xml):
+def test_massless_subtree_on_movable_joint_warns_or_with_strict_raises(xml):
     with pytest.raises(ModelError, match="leaf_joint"):
+        RobotModel.from_urdf(xml, strict=True)
+    with pytest.warns(ModelWarning, match="leaf_joint"):
         RobotModel.from_urdf(xml)
 
 
-def test_no_movable_joint_is_an_error_unless_floating():
+def test_no_movable_joint_gives_an_empty_fixed_model_as_pinocchio_does():
     xml = robot(link("base"), link("plate"), joint("weld", "base", "plate", "fixed"))
-    with pytest.raises(ModelError, match="bad"):
-        RobotModel.from_urdf(xml)
+    with pytest.warns(ModelWarning, match="no degree of freedom"):
+        fixed = RobotModel.from_urdf(xml)
+    assert (fixed.NB, fixed.nq, fixed.nv) == (0, 0, 0)
     m = RobotModel.from_urdf(xml, floating_base=True)
     assert (m.NB, m.nq, m.nv, m.joint_names) == (1, 7, 6, ())
     assert inertia_from_mcI(m.inertias[0])[0] == pytest.approx(2.0)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from oracle import urdf_xml
-from rbd_estimator import ModelError, RobotModel
+from rbd_estimator import ModelError, ModelWarning, RobotModel
 from rbd_estimator.model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
 
 ROBOTS = ("icub", "talos", "g1")
@@ -290,7 +290,9 @@ def mutant(robot: str, seed: int):
 
 
 # ----------------------------------------------------------------------------- invariants
-def check_invariants(m: RobotModel) -> None:
+def check_invariants(m: RobotModel, physical: bool = True) -> None:
+    """``physical``: also require positive semi-definite inertias (a model built without a
+    ModelWarning, or with strict=True)."""
     NB = m.NB
     assert NB >= 1
     assert m.parents.shape == (NB,) and all(-1 <= m.parents[i] < i for i in range(NB)), "not regular numbering"
@@ -312,7 +314,7 @@ def check_invariants(m: RobotModel) -> None:
     for i, I in enumerate(m.inertias):
         scale = max(1.0, float(np.max(np.abs(I))))
         assert np.max(np.abs(I - I.T)) <= 1e-12 * scale, f"inertia of body {m.body_names[i]} not symmetric"
-        assert np.linalg.eigvalsh(I)[0] >= -1e-9 * scale, f"inertia of body {m.body_names[i]} not PSD"
+        assert not physical or np.linalg.eigvalsh(I)[0] >= -1e-9 * scale, f"inertia of body {m.body_names[i]} not PSD"
     assert np.all(np.isfinite(m.E_tree)) and np.all(np.isfinite(m.r_tree))
     for E in m.E_tree:
         np.testing.assert_allclose(E @ E.T, np.eye(3), atol=1e-9)
@@ -334,22 +336,32 @@ def run(robot: str, seed: int):
 
 
 def _outcome(robot, seed, xml, floating_base, what) -> str:
+    """Both modes: the default (physically doubtful inertias load with a ModelWarning) and
+    ``strict=True`` (they raise ModelError); only ModelError may escape either."""
+    outcomes = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            model = RobotModel.from_urdf(xml, floating_base=floating_base)
-        except ModelError as exc:
-            if not str(exc).strip():
-                return f"{robot} seed={seed} [{what}]: empty ModelError message"
-            outcome = "error"
-        except Exception as exc:  # noqa: BLE001 - exactly what the fuzzer hunts for
-            return f"{robot} seed={seed} [{what}]: {type(exc).__name__}: {exc}"
-        else:
+        for strict in (False, True):
+            mode = " strict" if strict else ""
+            n_before = len(caught)
             try:
-                check_invariants(model)
-            except AssertionError as exc:
-                return f"{robot} seed={seed} [{what}]: invariant violated: {exc}"
-            outcome = "ok"
+                model = RobotModel.from_urdf(xml, floating_base=floating_base, strict=strict)
+            except ModelError as exc:
+                if not str(exc).strip():
+                    return f"{robot} seed={seed} [{what}]{mode}: empty ModelError message"
+                outcomes.append("error")
+            except Exception as exc:  # noqa: BLE001 - exactly what the fuzzer hunts for
+                return f"{robot} seed={seed} [{what}]{mode}: {type(exc).__name__}: {exc}"
+            else:
+                warned = any(issubclass(w.category, ModelWarning) for w in caught[n_before:])
+                if strict and warned:
+                    return f"{robot} seed={seed} [{what}]{mode}: a ModelWarning instead of a ModelError"
+                try:
+                    check_invariants(model, physical=not warned)
+                except AssertionError as exc:
+                    return f"{robot} seed={seed} [{what}]{mode}: invariant violated: {exc}"
+                outcomes.append("ok")
+    outcome = outcomes[0]
     numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
     if numeric:
         return f"{robot} seed={seed} [{what}]: numpy warning {numeric[0].message}"

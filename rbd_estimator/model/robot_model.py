@@ -63,6 +63,21 @@ class FTSensor:
     aliases: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class MimicJoint:
+    """A URDF ``<mimic>`` joint: ``q_joint = multiplier · q_driver + offset`` (rad or m).
+
+    ``driver`` is always an independent joint (chains of mimic joints are resolved when the URDF
+    is read). The coupling is a constant linear transmission (Chignoli §III, explicit constraint
+    ``q = γ(y)`` with ``G`` constant): velocities and accelerations follow with ``multiplier``,
+    and the effort of the driver is the actuator effort ``τ_driver + Σ multiplier · τ_mimic``.
+    """
+    joint: str
+    driver: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
 @dataclass(frozen=True, eq=False)
 class RobotModel:
     """Constant description of a kinematic tree (the pinocchio ``Model`` counterpart).
@@ -90,29 +105,35 @@ class RobotModel:
     frames: dict
     ft_sensors: tuple[FTSensor, ...]
     body_parent_links: tuple[str, ...] = ()
+    mimic_joints: tuple[MimicJoint, ...] = ()
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_urdf(cls, xml: str, floating_base: bool = False, keep_fixed=()) -> "RobotModel":
+    def from_urdf(cls, xml: str, floating_base: bool = False, keep_fixed=(), strict: bool = False) -> "RobotModel":
         """Build a model from a URDF string.
 
         Fixed joints are merged into their parent (mass, centre of mass and inertia combined
         exactly), except those carrying a force-torque sensor and those named in ``keep_fixed``.
-        Raises :class:`ModelError` naming the offending link or joint.
+        Raises :class:`ModelError` naming the offending link or joint for what makes the numbers
+        meaningless (malformed XML, a broken tree, a negative or non-finite mass, a non-finite
+        inertia). An inertia that no rigid body has (not positive semi-definite, violating the
+        triangle inequality, rotational inertia on a massless link: common in CAD exports) is
+        used as given, with one :class:`~rbd_estimator.errors.ModelWarning` per link naming the
+        defect and its size; ``strict=True`` refuses it with :class:`ModelError` instead.
         """
         from .urdf import build_model
-        return build_model(xml, floating_base=floating_base, keep_fixed=keep_fixed)
+        return build_model(xml, floating_base=floating_base, keep_fixed=keep_fixed, strict=strict)
 
     @classmethod
-    def from_urdf_file(cls, path, floating_base: bool = False, keep_fixed=()) -> "RobotModel":
+    def from_urdf_file(cls, path, floating_base: bool = False, keep_fixed=(), strict: bool = False) -> "RobotModel":
         """Like :meth:`from_urdf`, reading the file at ``path``."""
         try:
             with open(path, encoding="utf-8") as fh:
                 xml = fh.read()
         except OSError as exc:
             raise ModelError(f"cannot read robot description file '{path}': {exc}") from exc
-        return cls.from_urdf(xml, floating_base=floating_base, keep_fixed=keep_fixed)
+        return cls.from_urdf(xml, floating_base=floating_base, keep_fixed=keep_fixed, strict=strict)
 
     # ------------------------------------------------------------------ sizes and names
     @property

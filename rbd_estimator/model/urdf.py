@@ -7,26 +7,28 @@ from top-level ``<sensor type="force_torque"><parent joint="JOINT"/>`` elements,
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelWarning
 from ..spatial import mcI, plux, rpy_to_E
-from .robot_model import FIXED, FREE, PRISMATIC, REVOLUTE, Frame, FTSensor, RobotModel
+from .robot_model import FIXED, FREE, PRISMATIC, REVOLUTE, Frame, FTSensor, MimicJoint, RobotModel
 
 _MOVABLE = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
 _FRAMES = ("child", "parent", "sensor")
 _DIRECTIONS = ("child_to_parent", "parent_to_child")
 
 
-def build_model(xml: str, floating_base: bool = False, keep_fixed=()) -> RobotModel:
+def build_model(xml: str, floating_base: bool = False, keep_fixed=(), strict: bool = False) -> RobotModel:
     """Parse, validate and number a URDF; see :meth:`RobotModel.from_urdf`."""
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected and reported by name
-        return _build(xml, floating_base, keep_fixed)
+        return _build(xml, floating_base, keep_fixed, strict)
 
 
-def _build(xml: str, floating_base: bool, keep_fixed) -> RobotModel:
+def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> RobotModel:
     if not isinstance(xml, str) or not xml.strip():
         raise ModelError("robot_description is empty: expected the URDF XML text")
     tree = _parse_xml(xml)
@@ -34,10 +36,11 @@ def _build(xml: str, floating_base: bool, keep_fixed) -> RobotModel:
     links = _unique({l.name: l for l in robot.links}, robot.links, "link")
     joints = _unique({j.name: j for j in robot.joints}, robot.joints, "joint")
     for link in robot.links:
-        _check_inertial(link)
+        _physical(_check_inertial(link), strict)
     for joint in robot.joints:
         _check_joint(joint, links)
     root, child_joints = _tree_structure(robot, links)
+    mimic = _mimic_joints(joints, strict)
     sensors = _ft_sensor_tags(tree, joints)
     keep = set(keep_fixed) | set(sensors)
     for name in keep:
@@ -46,7 +49,22 @@ def _build(xml: str, floating_base: bool, keep_fixed) -> RobotModel:
         if joints[name].type != "fixed":
             raise ModelError(f"joint '{name}' is {joints[name].type}: only fixed joints can be kept "
                              f"(force-torque sensors must sit on fixed joints)")
-    return _number(robot.name or "robot", root, links, child_joints, keep, sensors, floating_base)
+    for m in mimic:
+        if m.joint in sensors or m.driver in sensors:
+            raise ModelError(f"mimic joint '{m.joint}' cannot carry a force-torque sensor")
+    model = replace(_number(robot.name or "robot", root, links, child_joints, keep, sensors, floating_base),
+                    mimic_joints=mimic)
+    _physical(_massless_subtree(model), strict)
+    return model
+
+
+def _physical(defect: str | None, strict: bool) -> None:
+    """A physical defect (computable numbers, doubtful physics): ModelError when ``strict``,
+    else one :class:`ModelWarning`."""
+    if defect and strict:
+        raise ModelError(defect)
+    if defect:
+        warnings.warn(f"{defect}; loaded as given (strict=True refuses it)", ModelWarning, stacklevel=5)
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -129,10 +147,17 @@ def _unique(by_name: dict, items, kind: str) -> dict:
     return by_name
 
 
-def _check_inertial(link) -> None:
+def _check_inertial(link) -> str | None:
+    """Refuse (``ModelError``) what makes the numbers meaningless — a mass that is negative or not
+    finite, an inertia that is not finite — and return the description of a physical defect
+    (an inertia that is not positive semi-definite, that violates the triangle inequality
+    I1 + I2 >= I3 of the principal moments, or that belongs to a massless link), or None.
+
+    Round-off is no defect: principal moments are compared with a tolerance of 1e-9 times the
+    link's largest moment (at least 1e-12 kg·m²)."""
     ine = link.inertial
     if ine is None:
-        return
+        return None
     m = ine.mass
     if m is None or not isinstance(m, (int, float)) or not math.isfinite(m) or m < 0.0:
         raise ModelError(f"link '{link.name}' has an invalid mass {m!r}: expected a finite value >= 0 kg")
@@ -145,13 +170,14 @@ def _check_inertial(link) -> None:
     scale = float(np.max(np.abs(ev)))
     tol = max(1e-9 * scale, 1e-12)
     if ev[0] < -tol:
-        raise ModelError(f"link '{link.name}' has an inertia tensor that is not positive semi-definite "
-                         f"(principal moments {ev.tolist()} kg·m²)")
+        return (f"link '{link.name}' has an inertia tensor that is not positive semi-definite "
+                f"(principal moments {ev.tolist()} kg·m²)")
     if ev[0] + ev[1] < ev[2] - tol:
-        raise ModelError(f"link '{link.name}' has principal moments {ev.tolist()} kg·m² that violate the "
-                         f"triangle inequality (I1 + I2 >= I3): not a physical rigid body")
+        return (f"link '{link.name}' has principal moments {ev.tolist()} kg·m² that violate the "
+                f"triangle inequality (I1 + I2 >= I3): not a physical rigid body")
     if m == 0.0 and scale > 1e-12:
-        raise ModelError(f"link '{link.name}' has zero mass but a non-zero rotational inertia")
+        return f"link '{link.name}' has zero mass but a non-zero rotational inertia"
+    return None
 
 
 def _inertia_tensor(link) -> np.ndarray:
@@ -191,9 +217,6 @@ def _check_joint(joint, links: dict) -> None:
         raise ModelError(f"joint '{name}' connects link '{joint.parent}' to itself")
     _pose(joint.origin, f"joint '{name}'")
     if joint.type in _MOVABLE:
-        if joint.mimic is not None:
-            raise ModelError(f"joint '{name}' is a mimic joint, which is not supported "
-                             f"(declare the coupling as a loop, or make it independent)")
         axis = np.asarray(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], dtype=float)
         if axis.shape != (3,) or not np.all(np.isfinite(axis)) or np.linalg.norm(axis) < 1e-9:
             raise ModelError(f"joint '{name}' has an invalid axis {joint.axis}")
@@ -233,6 +256,49 @@ def _tree_structure(robot, links: dict):
     for joints in child_joints.values():
         joints.sort(key=lambda j: j.name)  # the order urdfdom (hence pinocchio) visits children
     return roots[0], child_joints
+
+
+def _mimic_joints(joints: dict, strict: bool) -> tuple[MimicJoint, ...]:
+    """The ``<mimic>`` couplings, each resolved to an independent driving joint (a mimic of a
+    mimic composes: ``q = m₂ (m₁ q_d + o₁) + o₂``). A ``<mimic>`` that names no usable driver
+    (a joint that does not exist or is fixed, or a circle of mimics) leaves its joint independent,
+    with a warning, as pinocchio's loader without ``mimic=True`` does (``strict``: ModelError)."""
+    def driver_of(name):
+        mim = joints[name].mimic
+        return None if mim is None or joints[name].type not in _MOVABLE else mim.joint
+
+    def broken(name):
+        seen, j = [name], driver_of(name)
+        while j is not None:
+            if j not in joints:
+                return f"follows joint '{j}', which does not exist"
+            if joints[j].type not in _MOVABLE:
+                return f"follows joint '{j}', which is {joints[j].type}"
+            if j in seen:
+                return f"belongs to a circle of mimic joints ({', '.join(seen)})"
+            seen.append(j)
+            j = driver_of(j)
+        return None
+
+    usable = {}
+    for name in joints:
+        if driver_of(name) is not None:
+            why = broken(name)
+            _physical(why and f"mimic joint '{name}' {why}: treated as an independent joint", strict)
+            usable[name] = why is None
+
+    def resolve(name):
+        mim = joints[name].mimic
+        if not usable.get(name):
+            return name, 1.0, 0.0
+        mult = 1.0 if mim.multiplier is None else float(mim.multiplier)
+        off = 0.0 if mim.offset is None else float(mim.offset)
+        if not (math.isfinite(mult) and math.isfinite(off)):
+            raise ModelError(f"mimic joint '{name}' has a non-finite multiplier or offset ({mult}, {off})")
+        root, m, o = resolve(mim.joint)
+        return root, mult * m, mult * o + off
+
+    return tuple(MimicJoint(name, *resolve(name)) for name in joints if usable.get(name))
 
 
 # ---------------------------------------------------------------------------- sensors
@@ -315,7 +381,7 @@ def _sensor_rotation(sensor: ET.Element, name: str) -> np.ndarray:
 # ---------------------------------------------------------------------------- numbering
 def _link_inertia(link) -> np.ndarray:
     """Spatial inertia of a link in its own frame (inertial origin rpy rotates the tensor)."""
-    if link.inertial is None or not link.inertial.mass:
+    if link.inertial is None:
         return np.zeros((6, 6))
     R, c = _pose(link.inertial.origin, f"link '{link.name}' <inertial>")
     return mcI(float(link.inertial.mass), c, R @ _inertia_tensor(link) @ R.T)
@@ -360,8 +426,9 @@ def _number(name, root, links, child_joints, keep, sensors, floating_base) -> Ro
     else:
         attach(root, -1, np.eye(3), np.zeros(3))
         visit(root, -1, np.eye(3), np.zeros(3))
-    if not bodies:
-        raise ModelError(f"robot '{name}' has no movable joint and no floating base: nothing to model")
+    if not bodies:   # a rigid body bolted to the world, as pinocchio models it: nq = nv = 0
+        warnings.warn(f"robot '{name}' has no movable joint and no floating base: its model has no degree of "
+                      f"freedom", ModelWarning, stacklevel=4)
     return _assemble(name, root, bodies, frames, sensors, floating_base)
 
 
@@ -378,7 +445,6 @@ def _assemble(name, root, bodies, frames, sensors, floating_base) -> RobotModel:
         elif dofs[i]:
             q_idx[i], v_idx[i] = nq, nv
             nq, nv = nq + 1, nv + 1
-    _check_massless(bodies, dofs)
     body_names = tuple(b["link"] for b in bodies)
     ft = []
     for joint, s in sensors.items():
@@ -394,22 +460,28 @@ def _assemble(name, root, bodies, frames, sensors, floating_base) -> RobotModel:
         body_joint_names=tuple(b["joint"] for b in bodies),
         parents=np.array([b["parent"] for b in bodies], dtype=np.int64),
         joint_types=np.array([b["type"] for b in bodies], dtype=np.int64), joint_dofs=dofs,
-        axes=np.array([b["axis"] for b in bodies]), E_tree=np.array([b["E"] for b in bodies]),
-        r_tree=np.array([b["r"] for b in bodies]), inertias=np.array([b["I"] for b in bodies]),
+        axes=np.array([b["axis"] for b in bodies]).reshape(-1, 3),
+        E_tree=np.array([b["E"] for b in bodies]).reshape(-1, 3, 3),
+        r_tree=np.array([b["r"] for b in bodies]).reshape(-1, 3),
+        inertias=np.array([b["I"] for b in bodies]).reshape(-1, 6, 6),
         q_idx=q_idx, v_idx=v_idx, nq=nq, nv=nv,
         joint_names=tuple(b["joint"] for b, d in zip(bodies, dofs) if d == 1),
         frames=frames, ft_sensors=tuple(ft), body_parent_links=tuple(b["parent_link"] for b in bodies))
 
 
-def _check_massless(bodies, dofs) -> None:
-    """Physics permits massless links only where the subtree below every joint still has inertia."""
-    NB = len(bodies)
-    has_inertia = [bool(np.any(np.abs(b["I"]) > 0.0)) for b in bodies]
-    for i in range(NB - 1, -1, -1):
-        p = bodies[i]["parent"]
+def _massless_subtree(model: RobotModel) -> str | None:
+    """Physics permits massless links only where the subtree below every joint still has inertia;
+    otherwise the joint's acceleration is undetermined (H singular: inverse dynamics is still
+    defined, forward dynamics is not). Mimic joints follow their driver and are exempt."""
+    has_inertia = np.any(np.abs(model.inertias) > 0.0, axis=(1, 2))
+    for i in range(model.NB - 1, -1, -1):
+        p = model.parents[i]
         if p >= 0 and has_inertia[i]:
             has_inertia[p] = True
-    for i in range(NB):
-        if dofs[i] and not has_inertia[i]:
-            raise ModelError(f"joint '{bodies[i]['joint']}' moves link '{bodies[i]['link']}' and its descendants, "
-                             f"which have no mass or inertia: its acceleration would be undetermined")
+    mimic = {m.joint for m in model.mimic_joints}
+    for i in range(model.NB):
+        joint = model.body_joint_names[i]
+        if model.joint_dofs[i] and not has_inertia[i] and joint not in mimic:
+            return (f"joint '{joint}' moves link '{model.body_names[i]}' and its descendants, "
+                    f"which have no mass or inertia: its acceleration would be undetermined")
+    return None
