@@ -34,6 +34,7 @@ import json
 import sys
 import threading
 import time
+import warnings
 from functools import partial
 
 import rclpy
@@ -51,7 +52,7 @@ from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from .errors import ConfigError, IllPosedError, ModelError
+from .errors import ConfigError, IllPosedError, ModelError, ModelWarning
 from .estimation import SensorConfig
 from .ros import cdr
 from .ros.blas import limit_blas_threads
@@ -198,9 +199,14 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 settings.check_ft_offsets(config)
                 xml = self._robot_description(settings)
                 t0 = time.monotonic()
-                plans = PlanSet(xml, config, PlanSet.plan(xml, config))
+                with warnings.catch_warnings(record=True) as caught:   # logged once, here
+                    warnings.simplefilter("always", ModelWarning)
+                    plans = PlanSet(xml, config, PlanSet.plan(xml, config, strict=settings.strict_model))
+                for w in caught:
+                    if issubclass(w.category, ModelWarning):
+                        self.get_logger().warning(f"robot_description: {w.message}")
                 oracle = self._make_oracle(xml, config, plans, settings)
-                inputs = SensorInputs(plans.main.estimator.joint_names, config, settings)
+                inputs = SensorInputs.for_estimator(plans.main.estimator, config, settings)
                 inputs.warm_up()
             except Exception as exc:  # every failure is reported the same way; nothing was kept
                 self.last_error = advice(exc)
@@ -364,8 +370,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         if settings.oracle_every_n == 0:
             return None
         if hasattr(plans.main.estimator, "tree"):     # a LoopEstimator: the URDF alone has no rotors
-            self._oracle_error = ("pinocchio cross-check off: the configuration declares loops, and "
-                                  "pinocchio's model of the URDF alone has no rotors")
+            self._oracle_error = ("pinocchio cross-check off: the configuration declares loops or the URDF has "
+                                  "mimic joints (actuator efforts), which pinocchio's tree model does not couple")
             self.get_logger().info(self._oracle_error)
             return None
         try:
@@ -584,7 +590,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             return SetParametersResult(successful=True)
         try:
             t0 = time.monotonic()
-            plans = PlanSet(self._xml, config, PlanSet.plan(self._xml, config))
+            with warnings.catch_warnings():   # the model's warnings were logged at configure
+                warnings.simplefilter("ignore", ModelWarning)
+                plans = PlanSet(self._xml, config, PlanSet.plan(self._xml, config, strict=settings.strict_model))
             oracle = self._make_oracle(self._xml, config, plans, settings)
         except Exception as exc:
             return _refuse(f"{advice(exc)}; the current sensor set stays in use")

@@ -115,10 +115,10 @@ class Replayer:
         self.config = config
         self.settings = NodeSettings.from_parameters(config.node)
         self.settings.check_ft_offsets(config)
-        self.plans = PlanSet(xml, config, PlanSet.plan(xml, config))
+        self.plans = PlanSet(xml, config, PlanSet.plan(xml, config, strict=self.settings.strict_model))
         est = self.plans.main.estimator
         self.joint_names, self.contact_names = est.joint_names, est.contact_names
-        self.inputs = SensorInputs(est.joint_names, config, self.settings)
+        self.inputs = SensorInputs.for_estimator(est, config, self.settings)
         self.core = TickCore(request_plan=lambda plans, missing: plans.prepare(missing))
         s = self.settings
         self.namespace, self.node_name = namespace, node_name

@@ -283,3 +283,32 @@ def test_fuzzed_messages_never_read_out_of_bounds(tmp_path):
     r = subprocess.run([sys.executable, "-c", _FUZZ, ROOT], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.startswith("ok")
+
+
+def test_joint_states_that_also_carry_mimic_joints_are_accepted():
+    """A robot_state_publisher-style joint state lists every joint, mimic joints too (issue 10):
+    those are known and ignored; an unknown joint is still rejected, the joint-torque path too."""
+    from oracle import robots_dir
+    from rbd_estimator import Estimator
+    with open(os.path.join(robots_dir(), "panda_description/urdf/panda.urdf")) as f:
+        xml = f.read()
+    config = SensorConfig.from_dict(dict(floating_base=False, joint_torque_sensors=["panda_joint1"]))
+    est = Estimator.from_urdf(xml, config)
+    settings = NodeSettings.from_parameters(dict(config.node))
+    inp = SensorInputs.for_estimator(est, config, settings)
+    names = list(est.joint_names)
+    full = ["panda_finger_joint2"] + names                          # the mimic joint first
+    pos = np.r_[0.04, np.arange(8.0)]                               # its entry must be skipped
+    vel = pos / 10
+    assert inp.on_message(0, joint_state(10 * MS, full, pos, vel), 1) == 0
+    assert np.array_equal(inp.q, np.arange(8.0))
+    assert np.array_equal(inp.dq, np.arange(8.0) / 10)
+    assert inp.joint_states.rejected.get("unknown_joint", 0) == 0
+    inp.on_message(0, joint_state(11 * MS, full[:-1] + ["not_a_joint"], pos, vel), 2)
+    assert inp.joint_states.rejected["unknown_joint"] == 1
+    inp.on_message(0, joint_state(12 * MS, full, pos[:-1], vel[:-1]), 3)      # lengths must match the names
+    assert inp.joint_states.rejected["wrong_length"] == 1
+    msg = T["sensor_msgs/msg/JointState"](header=_header(13 * MS), name=full, position=pos, velocity=vel,
+                                          effort=np.r_[9.0, 2.5, np.zeros(7)])
+    assert inp.on_joint_torques(msg, 4)
+    assert inp.joint_torques_for(["panda_joint1"])[0] == 2.5

@@ -45,7 +45,7 @@ def loop_position(tree: ClusterTree, r: ResolvedLoop, q: np.ndarray, max_iter: i
     """``q_dep = γ_l(q_ind)`` written into the spanning configuration ``q`` (in place). A four-bar
     is closed numerically on the assembly branch of :attr:`ClusterTree.q_reference`."""
     if r.R is not None:
-        q[r.q[r.dep]] = r.R @ q[r.q[r.ind]]
+        q[r.q[r.dep]] = r.R @ q[r.q[r.ind]] + getattr(r.decl, "offset", 0.0)
     elif r.closure is not None:
         _close(tree, r, q, max_iter)
     else:

@@ -100,11 +100,17 @@ class Estimator:
             self.plan = replace(self.plan, solver="structured")
 
     @classmethod
-    def from_urdf(cls, xml: str, config: SensorConfig, seed: int = 0, solver: str = "auto") -> "Estimator":
+    def from_urdf(cls, xml: str, config: SensorConfig, seed: int = 0, solver: str = "auto", strict: bool = False):
         """Build the model from a URDF (floating base per the configuration, every configured
-        force-torque joint kept) and plan."""
-        joints = [ft.joint for ft in config.ft_sensors if ft.joint]
-        model = RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=joints)
+        force-torque joint kept; ``strict``: see :meth:`RobotModel.from_urdf`) and plan.
+
+        A URDF with mimic joints gives a :class:`~.loops.LoopEstimator` (same interface): its
+        joints are the independent ones (pinocchio's mimic layout) and the effort of a driving
+        joint is the actuator effort ``τ_driver + Σ multiplier · τ_mimic``."""
+        from .loops import LoopEstimator, model_for
+        model = model_for(xml, config, strict)
+        if model.mimic_joints:
+            return LoopEstimator(model, config, loops=None, seed=seed, solver=solver)
         return cls(model, config, seed=seed, solver=solver)
 
     # ------------------------------------------------------------------ names

@@ -129,6 +129,7 @@ class LoopEstimator:
         self._Q = np.zeros((3, self.G.shape[0]))                      # rows: q, q̇, q̈ (tree joints)
         self._tau = np.zeros(ny)
         self.result = LoopEstimate(self._tau, self.estimator.result)
+        self._q_offset = _joint_offset(tree, self.estimator.joint_names)   # γ(0): mimic offsets
         self._init_state_dependent()
 
     def _init_state_dependent(self):
@@ -161,11 +162,11 @@ class LoopEstimator:
 
     @classmethod
     def from_urdf(cls, xml: str, config: SensorConfig, loops=None, seed: int = 0, solver: str = "auto",
-                  base_dir: str | None = None) -> "LoopEstimator":
+                  base_dir: str | None = None, strict: bool = False) -> "LoopEstimator":
         """Build the URDF model as :meth:`Estimator.from_urdf` does (floating base per the
-        configuration, every configured force-torque joint kept), add the loops, plan."""
-        joints = [ft.joint for ft in config.ft_sensors if ft.joint]
-        model = RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=joints)
+        configuration, every configured force-torque joint kept), add the loops (and the URDF's
+        mimic joints), plan."""
+        model = model_for(xml, config, strict)
         return cls(model, config, loops, seed=seed, solver=solver, base_dir=base_dir)
 
     # ------------------------------------------------------------------ names and plan
@@ -227,6 +228,7 @@ class LoopEstimator:
         if self._nonlinear:
             self._update_state_dependent()
         np.dot(Y, self._GT, out=self._Q)                              # [q q̇ q̈] = G [y ẏ ÿ] (γ linear, g = 0)
+        self._Q[0] += self._q_offset                                  # q = G y + γ(0) (mimic offsets)
         for k, rows, cols, block, q_idx in self._nonlinear:
             self._Q[0, rows] = self._qs[q_idx]                        # q_k = γ_k(y_k)
             self._Q[2, rows] += self._g[k]                            # q̈_k = G_k ÿ_k + g_k
@@ -308,11 +310,32 @@ def _joint_G(tree: ClusterTree, tree_joints) -> np.ndarray:
     return np.ascontiguousarray(Gfull[np.ix_(rows, cols)])
 
 
-def estimator_for(xml: str, config: SensorConfig, base_dir: str | None = None):
+def _joint_offset(tree: ClusterTree, tree_joints) -> np.ndarray:
+    """``γ(0)`` of the constant loops on ``tree_joints`` (the offsets of mimic joints; zero for
+    rotors and transmissions without offset): ``q = G y + γ(0)``."""
+    from ..dynamics.loop_constraints import loop_position
+    m = tree.model
+    q = np.zeros(m.nq)
+    for r in tree.loops:
+        if isinstance(r.decl, _CONSTANT):
+            loop_position(tree, r, q)
+    return q[[int(m.q_idx[m.body_joint_names.index(j)]) for j in tree_joints]]
+
+
+def model_for(xml: str, config: SensorConfig, strict: bool = False) -> RobotModel:
+    """The URDF model an estimator of ``config`` needs: floating base per the configuration, every
+    configured force-torque joint kept (``strict``: see :meth:`RobotModel.from_urdf`)."""
+    joints = [ft.joint for ft in config.ft_sensors if ft.joint]
+    return RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=joints, strict=strict)
+
+
+def estimator_for(xml: str, config: SensorConfig, base_dir: str | None = None, strict: bool = False):
     """The estimator a sensor configuration asks for: a :class:`LoopEstimator` when it declares
-    loops (``loops`` / ``bodies`` / ``loops_file`` among its parameters), else an
-    :class:`~rbd_estimator.estimation.Estimator`. The node and replay plan through this."""
+    loops (``loops`` / ``bodies`` / ``loops_file`` among its parameters) or the URDF has mimic
+    joints, else an :class:`~rbd_estimator.estimation.Estimator`. The node and replay plan
+    through this."""
     loops = LoopConfig.from_sensor_parameters(config.node, base_dir)
-    if loops.loops or loops.bodies:
-        return LoopEstimator.from_urdf(xml, config, loops, base_dir=base_dir)
-    return Estimator.from_urdf(xml, config)
+    model = model_for(xml, config, strict)
+    if loops.loops or loops.bodies or model.mimic_joints:
+        return LoopEstimator(model, config, loops, base_dir=base_dir)
+    return Estimator(model, config)

@@ -32,6 +32,7 @@ from ..errors import ModelError
 from ..spatial import mcI, rpy_to_E
 from .loops import BeltTransmission, ExplicitLoop, ExtraBody, FourBar, LinearTransmission, LinkAndRotor, LoopConfig
 from .robot_model import PRISMATIC, REVOLUTE, Frame, RobotModel
+from .mimic import mimic_loops
 
 __all__ = ["add_bodies", "ClusterTree", "Cluster", "ResolvedLoop"]
 
@@ -198,7 +199,7 @@ class ClusterTree:
         elif not isinstance(loops, LoopConfig):
             raise ModelError(f"loops must be a LoopConfig or a mapping, got {type(loops).__name__}")
         span = add_bodies(model, loops.bodies)
-        resolved = [_resolve(span, lp) for lp in loops.loops]
+        resolved = [_resolve(span, lp) for lp in loops.loops + mimic_loops(model)]   # URDF <mimic> joints too
         _check_dependents(span, resolved)
         groups = _clusters(span.parents, [set(r.bodies) for r in resolved], span.NB)
         tree = _assemble(model, span, groups, resolved)

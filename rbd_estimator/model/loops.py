@@ -215,11 +215,13 @@ class BeltTransmission(_Loop):
 
 @dataclass(frozen=True, eq=False)
 class LinearTransmission(_Loop):
-    """A constant explicit constraint ``q_dependent = R q_independent`` (differential drives)."""
+    """A constant explicit constraint ``q_dependent = R q_independent + offset`` (differential
+    drives, URDF mimic joints; ``offset`` in rad or m, default zero)."""
     name: str
     independent_: tuple[str, ...]
     dependent_: tuple[str, ...]
     R: np.ndarray
+    offset: np.ndarray | None = None
     kind = "linear_transmission"
 
     def __post_init__(self):
@@ -232,6 +234,10 @@ class LinearTransmission(_Loop):
             raise ModelError(f"loop '{self.name}': 'ratio_matrix' must hold {shape[0]}×{shape[1]} finite numbers "
                              f"(row-major, one row per dependent joint)")
         object.__setattr__(self, "R", R.reshape(shape))
+        offset = np.zeros(shape[0]) if self.offset is None else np.asarray(self.offset, dtype=float).reshape(-1)
+        if offset.shape != (shape[0],) or not np.all(np.isfinite(offset)):
+            raise ModelError(f"loop '{self.name}': 'offset' must hold {shape[0]} finite numbers (one per dependent joint)")
+        object.__setattr__(self, "offset", offset)
 
     @property
     def joints(self) -> tuple[str, ...]:

@@ -97,3 +97,16 @@ def mimic_map(model: RobotModel) -> MimicMap | None:
         cached = MimicMap(model)
         object.__setattr__(model, "_mimic_map", cached)
     return cached
+
+
+def mimic_loops(model: RobotModel) -> tuple:
+    """The mimic joints as :class:`~rbd_estimator.model.loops.LinearTransmission` loops (one per
+    driving joint, named ``mimic_<driver>``), so that the cluster tree and the
+    :class:`~rbd_estimator.estimation.loops.LoopEstimator` couple them as any transmission."""
+    from .loops import LinearTransmission
+    by_driver: dict[str, list] = {}
+    for m in model.mimic_joints:
+        by_driver.setdefault(m.driver, []).append(m)
+    return tuple(LinearTransmission(f"mimic_{d}", (d,), tuple(m.joint for m in ms),
+                                    np.array([[m.multiplier] for m in ms]), np.array([m.offset for m in ms]))
+                 for d, ms in by_driver.items())

@@ -51,8 +51,8 @@ SLOT_W = S_REJ + len(REASONS)
 # offsets into F; F[I[F_PAR]] is the filters' low-pass time constant T_c (s), F[I[F_PAR] + 1] their
 # max_gap (s))
 (H_NJ, H_NSLOTS, H_SLOTS, H_NAMES, H_NAMES_CAP, H_NAMES_LEN, H_GATHER, H_ACC_T, H_ACC_READY, H_GYRO_T,
- H_GYRO_READY, H_ALPHA, F_Q, F_DQ, F_ACC, F_ACC_PREV, F_GYRO, F_GYRO_PREV, F_IMU, F_SCR, F_PAR) = range(21)
-HEADER = 21
+ H_GYRO_READY, H_ALPHA, F_Q, F_DQ, F_ACC, F_ACC_PREV, F_GYRO, F_GYRO_PREV, F_IMU, F_SCR, F_PAR, H_NMSG) = range(22)
+HEADER = 22
 
 
 # ============================================================================ byte reading
@@ -220,7 +220,7 @@ def joint_state(I, F, b, now):
         return CDR_ERROR
     r = _slot(I, JOINT_STATES)
     nj = I[H_NJ]
-    if npos != nj or nvel != nj:
+    if npos != I[H_NMSG] or nvel != I[H_NMSG]:          # the cached layout's length (mimic joints too)
         return _reject(I, r, WRONG_LENGTH)
     F8 = F.view(np.uint8)
     g = I[H_GATHER]
@@ -362,15 +362,17 @@ def ingest(I, F, b, s, now):
     return CDR_ERROR
 
 
-def store_layout(I, names_bytes: bytes, gather) -> bool:
-    """Cache a joint-state name sequence (its CDR bytes) and its gather indices (message index of
-    each model joint); False if it does not fit the space reserved at configure."""
+def store_layout(I, names_bytes: bytes, gather, n_names: int) -> bool:
+    """Cache a joint-state name sequence (its CDR bytes, ``n_names`` names: the model joints and
+    any ignored ones such as mimic joints) and its gather indices (message index of each model
+    joint); False if it does not fit the space reserved at configure."""
     n = len(names_bytes)
     if n > I[H_NAMES_CAP]:
         return False
     k = I[H_NAMES]
     I[k:k + n] = np.frombuffer(names_bytes, dtype=np.uint8)
     I[H_NAMES_LEN] = n
+    I[H_NMSG] = n_names
     g = I[H_GATHER]
     I[g:g + len(gather)] = gather
     return True

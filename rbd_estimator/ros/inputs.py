@@ -108,16 +108,17 @@ class _Layouts:
     """Joint-name layout of incoming messages → gather indices into model order, computed once per
     layout (the result is cached by the tuple of names)."""
 
-    def __init__(self, model_joints, require_all: bool):
+    def __init__(self, model_joints, require_all: bool, ignored=()):
         self.index = {n: k for k, n in enumerate(model_joints)}
+        self.ignored = frozenset(ignored)
         self.n = len(model_joints)
         self.require_all = require_all
         self._cache: dict = {}
 
     def lookup(self, names):
         """``(gather, positions)`` or a rejection reason string. ``gather[k]`` is the message
-        index of model joint ``k`` (``require_all``); otherwise ``positions`` are the model
-        indices of the message entries."""
+        index of model joint ``k`` (``require_all``); otherwise ``gather[i]`` is the message index
+        of the model joint ``positions[i]`` (ignored joints skipped)."""
         key = tuple(names)
         hit = self._cache.get(key)
         if hit is None:
@@ -128,22 +129,25 @@ class _Layouts:
         return hit
 
     def _build(self, names):
-        pos = []
-        for n in names:
+        pos, at = [], []                 # model index and message index of each model joint named
+        for i, n in enumerate(names):
             k = self.index.get(n)
             if k is None:
+                if n in self.ignored:    # e.g. a mimic joint: known, and follows its driver
+                    continue
                 return "unknown_joint"
             pos.append(k)
-        if len(set(pos)) != len(pos):
+            at.append(i)
+        if len(set(pos)) != len(pos) or len(set(names)) != len(names):
             return "unknown_joint"     # a joint listed twice is not a layout we can read
         pos = np.array(pos, dtype=np.int64)
         if self.require_all:
             if len(pos) != self.n:
                 return "missing_joint"
             gather = np.empty(self.n, dtype=np.int64)
-            gather[pos] = np.arange(self.n)
+            gather[pos] = np.array(at, dtype=np.int64)
             return gather, pos
-        return None, pos
+        return np.array(at, dtype=np.int64), pos
 
 
 class _Alloc:
@@ -172,13 +176,20 @@ class SensorInputs:
     (:mod:`~rbd_estimator.ros.input_core`); :meth:`on_message` feeds it.
     """
 
-    def __init__(self, joint_names, config, settings):
+    def __init__(self, joint_names, config, settings, ignored_joints=()):
+        """``ignored_joints``: joints a joint state may also carry that are not estimator inputs
+        (the URDF's mimic joints, which follow their driving joints)."""
         self.joint_names = tuple(joint_names)
-        self._js_layout = _Layouts(self.joint_names, require_all=True)
-        self._jt_layout = _Layouts(self.joint_names, require_all=False)
+        self._js_layout = _Layouts(self.joint_names, require_all=True, ignored=ignored_joints)
+        self._jt_layout = _Layouts(self.joint_names, require_all=False, ignored=ignored_joints)
         self.I = self.F = None
         self.slots: dict[str, Slot] = {}
         self.configure(config, settings)
+
+    @classmethod
+    def for_estimator(cls, est, config, settings) -> "SensorInputs":
+        """The inputs of an estimator (node and replay): its joints, the URDF's mimic joints ignored."""
+        return cls(est.joint_names, config, settings, ignored_joints=[m.joint for m in est.model.mimic_joints])
 
     # ------------------------------------------------------------------ configuration
     def configure(self, config, settings) -> None:
@@ -214,7 +225,7 @@ class SensorInputs:
         F = np.zeros(fa.size)
         F[par], F[par + 1] = time_constant(settings.acceleration_cutoff_hz), float(settings.max_sample_gap)
         F[imu + 3] = 1.0                              # identity orientation until the first sample
-        names_cap = 4 + sum(8 + len(n.encode("utf-8")) for n in self.joint_names)
+        names_cap = 4 + sum(8 + len(n.encode("utf-8")) for n in self.joint_names + tuple(self._js_layout.ignored))
         ia = _Alloc(core.HEADER)
         slots0, names0, gather0 = ia(core.SLOT_W * len(entries)), ia(names_cap), ia(nj)
         I = np.zeros(ia.size, dtype=np.int64)
@@ -282,7 +293,7 @@ class SensorInputs:
         if L >= 0:
             I[I[core.H_NAMES]:I[core.H_NAMES] + L] = old_I[old_I[core.H_NAMES]:old_I[core.H_NAMES] + L]
             I[I[core.H_GATHER]:I[core.H_GATHER] + nj] = old_I[old_I[core.H_GATHER]:old_I[core.H_GATHER] + nj]
-            I[core.H_NAMES_LEN] = L
+            I[core.H_NAMES_LEN], I[core.H_NMSG] = L, old_I[core.H_NMSG]
         pairs = [(0, 0)] + [(self._index[n], s.index) for n, s in old_slots.items()
                             if n in self.slots and self.slots[n].kind == s.kind and self.slots[n].topic == s.topic
                             and len(self.slots[n].value) == len(s.value)]
@@ -354,7 +365,7 @@ class SensorInputs:
             self.joint_states.reject(hit)
             return -1
         start, end = region
-        if not core.store_layout(self.I, b[start:end].tobytes(), hit[0]):
+        if not core.store_layout(self.I, b[start:end].tobytes(), hit[0], len(names)):
             self.joint_states.reject("unknown_joint")
             return -1
         return core.ingest(self.I, self.F, b, 0, now_ns)
@@ -371,8 +382,8 @@ class SensorInputs:
         if len(eff) != len(msg.name):
             return first.reject("wrong_length")
         t = stamp_ns(msg.header.stamp)
-        _, pos = hit
-        where = {int(k): i for i, k in enumerate(pos)}
+        at, pos = hit
+        where = {int(k): int(i) for k, i in zip(pos, at)}
         found = [(self.slots[j], where[k]) for j, k in self._jt_index.items() if k in where]
         if not found:
             return first.reject("missing_joint")

@@ -32,10 +32,13 @@ NODE_PARAMETERS = {
     "diagnostics_period": (1.0, "Seconds between /diagnostics messages."),
     "prepare_fallbacks": (True, "Plan every single-sensor loss in the background after configure (and after a "
                                 "reconfiguration). False: plan a loss when it first happens (ERROR until ready)."),
+    "strict_model": (False, "True: refuse a robot description with physically inconsistent inertias or massless "
+                            "moving subtrees (ModelError) instead of loading it with a warning per link."),
 }
 
 #: Changing these while the node is configured needs cleanup + configure.
-NEEDS_CONFIGURE = frozenset({"robot_description", "robot_description_topic", "robot_description_timeout"})
+NEEDS_CONFIGURE = frozenset({"robot_description", "robot_description_topic", "robot_description_timeout",
+                             "strict_model"})
 #: Subscriptions and the tick source: refused while active (deactivate, change, activate).
 NEEDS_REACTIVATE = frozenset({"joint_states_topic", "joint_torque_topic", "tick", "rate_hz"})
 
@@ -62,6 +65,7 @@ class NodeSettings:
     oracle_tolerance: float
     diagnostics_period: float
     prepare_fallbacks: bool
+    strict_model: bool = False
     #: ``((sensor, (fx, fy, fz, tx, ty, tz)), ...)`` from the ``ft_offsets.<sensor>`` parameters:
     #: subtracted from every reading of that sensor (:func:`~rbd_estimator.estimation.calibration.apply_offsets`)
     ft_offsets: tuple = ()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import queue
 import threading
+import warnings
 
-from ..errors import ConfigError, IllPosedError, ModelError
+from ..errors import ConfigError, IllPosedError, ModelError, ModelWarning
 from ..estimation import Estimator
 from ..estimation.loops import estimator_for
 
@@ -53,10 +54,11 @@ class PlanSet:
         self.single_losses_done = False
 
     @classmethod
-    def plan(cls, xml: str, config) -> Estimator:
+    def plan(cls, xml: str, config, strict: bool = False) -> Estimator:
         """Plan the full set; raises ModelError / ConfigError / IllPosedError with the reason.
-        A configuration that declares loops gets a :class:`LoopEstimator` (actuator efforts)."""
-        return estimator_for(xml, config)
+        A configuration that declares loops, or a URDF with mimic joints, gets a
+        :class:`LoopEstimator` (actuator efforts). ``strict``: see ``RobotModel.from_urdf``."""
+        return estimator_for(xml, config, strict=strict)
 
     # ------------------------------------------------------------------ lookup (tick path)
     def lookup(self, missing: frozenset):
@@ -84,7 +86,9 @@ class PlanSet:
             return
         cfg = without(self.config, missing)
         try:
-            est = estimator_for(self.xml, cfg)
+            with warnings.catch_warnings():      # the model's warnings were reported with the main plan
+                warnings.simplefilter("ignore", ModelWarning)
+                est = estimator_for(self.xml, cfg)
         except (ModelError, ConfigError, IllPosedError) as exc:
             self.unavailable[missing] = str(exc)
             return
