@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 import time
 
@@ -959,4 +960,27 @@ def test_end_to_end_rotor_humanoid_publishes_actuator_efforts(ros, humanoid):
     finally:
         if sim:
             sim.close()
+        ros.destroy(node)
+
+
+def test_doubtful_inertia_warns_once_at_configure_or_is_refused_with_strict_model(ros, arm, capfd):
+    """Issue 10: a CAD inertia that breaks the triangle inequality loads with one warning naming the
+    link (logged at configure); strict_model turns it into a configure failure naming the link."""
+    xml, _ = arm
+    bad = xml.replace('<inertia ixx="0.00351667" ixy="0" ixz="0" iyy="0.00351667" iyz="0" izz="0.0049"/>',
+                      '<inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.0049"/>', 1)
+    assert bad != xml
+    link = re.search(r'<link name="([^"]+)">\s*<inertial>\s*<origin[^>]*/>\s*<mass[^>]*/>\s*<inertia ixx="0.001"',
+                     bad).group(1)
+    node = ros.estimator(params_from_yaml(ARM_YAML, bad), unique_ns("inertia"))
+    try:
+        assert ros.transition(node, "configure"), node.last_error
+        assert ros.transition(node, "cleanup")
+        err = capfd.readouterr().err
+        assert err.count("triangle inequality") == 1 and f"link '{link}'" in err
+        assert ros.set_parameters(node, {"strict_model": True}).successful
+        assert not ros.transition(node, "configure")
+        assert f"link '{link}'" in node.last_error and "triangle inequality" in node.last_error
+        assert node.estimator is None
+    finally:
         ros.destroy(node)
