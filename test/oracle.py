@@ -6,7 +6,6 @@ so every comparison goes through the name-based maps below.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import os
 
 import numpy as np
@@ -20,13 +19,9 @@ ROBOTS = {
 
 @functools.lru_cache(maxsize=None)
 def robots_dir() -> str:
-    """The ``robots/`` folder installed by the ``example-robot-data`` wheel."""
-    for f in importlib.metadata.files("example-robot-data") or ():
-        parts = str(f).split("/")
-        if "robots" in parts and parts[-1].endswith(".urdf"):
-            full = str(f.locate())
-            return full[: full.index("/robots/") + len("/robots")]
-    raise RuntimeError("example-robot-data is installed but ships no robots/ folder")
+    """The ``robots/`` folder of example-robot-data (see :func:`rbd_estimator.robots.robot_data_dir`)."""
+    from rbd_estimator.robots import robot_data_dir
+    return robot_data_dir()
 
 
 @functools.lru_cache(maxsize=None)

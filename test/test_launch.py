@@ -1,4 +1,5 @@
-"""launch/humanoid.launch.py: checked statically always, and through launch_ros when it is installed."""
+"""launch/robot.launch.py and humanoid.launch.py: checked statically always, through launch_ros when it
+is installed; the robot lookup the launch file uses (rbd_estimator.robots) is tested here without ROS."""
 from __future__ import annotations
 
 import ast
@@ -7,14 +8,20 @@ import os
 
 import pytest
 
+from rbd_estimator import robots
+from rbd_estimator.errors import ConfigError
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAUNCH_FILE = os.path.join(ROOT, "launch", "humanoid.launch.py")
-ARGUMENTS = {"robot_description_file", "params_file", "autostart", "use_robot_state_publisher"}
+LAUNCH = os.path.join(ROOT, "launch")
+ROBOT_LAUNCH = os.path.join(LAUNCH, "robot.launch.py")
+HUMANOID_LAUNCH = os.path.join(LAUNCH, "humanoid.launch.py")
+ARGUMENTS = {"robot", "robot_description_file", "params_file", "description_source", "autostart",
+             "use_robot_state_publisher"}
 
 
-def _tree() -> ast.Module:
-    with open(LAUNCH_FILE, encoding="utf-8") as fh:
-        return ast.parse(fh.read(), filename=LAUNCH_FILE)
+def _tree(path) -> ast.Module:
+    with open(path, encoding="utf-8") as fh:
+        return ast.parse(fh.read(), filename=path)
 
 
 def _calls(tree, name):
@@ -26,7 +33,7 @@ def _calls(tree, name):
 
 
 def test_launch_file_declares_generate_launch_description_and_arguments():
-    tree = _tree()
+    tree = _tree(ROBOT_LAUNCH)
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert "generate_launch_description" in functions
     declared = set()
@@ -41,7 +48,7 @@ def test_launch_file_declares_generate_launch_description_and_arguments():
 
 
 def test_launch_file_uses_the_lifecycle_pattern_and_the_shipped_files():
-    tree = _tree()
+    tree = _tree(ROBOT_LAUNCH)
     nodes = list(_calls(tree, "LifecycleNode"))
     assert len(nodes) == 1
     kw = {k.arg: k.value for k in nodes[0].keywords}
@@ -51,21 +58,34 @@ def test_launch_file_uses_the_lifecycle_pattern_and_the_shipped_files():
     assert "namespace" in kw
     assert list(_calls(tree, "OnStateTransition")) and list(_calls(tree, "ChangeState"))
     assert list(_calls(tree, "RegisterEventHandler"))
-    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    assert {"humanoid.urdf", "humanoid.yaml", "urdf", "config"} <= strings
-    for rel in ("urdf/humanoid.urdf", "config/humanoid.yaml"):
-        assert os.path.isfile(os.path.join(ROOT, rel)), rel
-    # the console script the LifecycleNode runs exists
+    for r in robots.SHIPPED.values():                      # every shipped robot has its parameter file
+        assert os.path.isfile(os.path.join(ROOT, "config", r.params)), r.params
+        if r.source == "package":
+            assert os.path.isfile(os.path.join(ROOT, "urdf", r.urdf)), r.urdf
+    # humanoid.launch.py is robot.launch.py with its default robot
+    strings = {n.value for n in ast.walk(_tree(HUMANOID_LAUNCH)) if isinstance(n, ast.Constant)}
+    assert {"rbd_estimator", "launch", "robot.launch.py"} <= strings
+    assert list(_calls(_tree(HUMANOID_LAUNCH), "IncludeLaunchDescription"))
     with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as fh:
         assert "estimator_node = rbd_estimator.node:main" in fh.read()
-    # no throw-away scaffolding left behind
-    assert not os.path.exists(os.path.join(ROOT, "launch", "x.launch.py"))
-    assert not os.path.exists(os.path.join(ROOT, "config", "x.yaml"))
-    assert not os.path.exists(os.path.join(ROOT, "config", "subdir"))
 
 
-def _load_launch_module():
-    spec = importlib.util.spec_from_file_location("humanoid_launch", LAUNCH_FILE)
+@pytest.mark.parametrize("name", sorted(robots.SHIPPED))
+def test_shipped_robots_resolve_to_a_parameter_file_and_a_urdf_that_load(name):
+    from rbd_estimator import Estimator, SensorConfig
+    params, urdf = robots.params_file(name), robots.urdf_file(name)
+    assert os.path.isfile(params) and os.path.isfile(urdf)
+    with open(urdf, encoding="utf-8") as fh:
+        Estimator.from_urdf(fh.read(), SensorConfig.from_yaml(params))
+
+
+def test_unknown_robot_names_the_shipped_ones():
+    with pytest.raises(ConfigError, match="'nao'.*talos"):
+        robots.params_file("nao")
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location(os.path.basename(path).split(".")[0] + "_launch", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -74,21 +94,21 @@ def _load_launch_module():
 def test_generate_launch_description_with_launch_ros():
     pytest.importorskip("launch")
     pytest.importorskip("launch_ros")
-    from launch import LaunchDescription
-    from launch.actions import DeclareLaunchArgument, RegisterEventHandler
+    from launch import LaunchContext, LaunchDescription
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
     from launch_ros.actions import LifecycleNode
-    from launch_ros.event_handlers import OnStateTransition
 
-    ld = _load_launch_module().generate_launch_description()
+    ld = _load(ROBOT_LAUNCH).generate_launch_description()
     assert isinstance(ld, LaunchDescription)
-    entities = ld.entities
-    args = {e.name: e for e in entities if isinstance(e, DeclareLaunchArgument)}
-    assert ARGUMENTS <= set(args)
-    assert "".join(getattr(s, "text", "") for s in args["autostart"].default_value) == "true"
-    assert "".join(getattr(s, "text", "") for s in args["use_robot_state_publisher"].default_value) == "false"
+    assert ARGUMENTS <= {a.name for a in ld.get_launch_arguments()}
+    context = LaunchContext()
+    for e in ld.entities:
+        if isinstance(e, DeclareLaunchArgument):
+            e.visit(context)
+    context.launch_configurations["robot"] = "go2"
+    opaque = next(e for e in ld.entities if isinstance(e, OpaqueFunction))
+    entities = opaque.execute(context)
     nodes = [e for e in entities if isinstance(e, LifecycleNode)]
     assert len(nodes) == 1
-    handlers = [e for e in entities if isinstance(e, RegisterEventHandler)]
-    assert any(isinstance(h.event_handler, OnStateTransition) for h in handlers)
-    args_names = {a.name for a in ld.get_launch_arguments()}
-    assert ARGUMENTS <= args_names
+    assert any(isinstance(e, RegisterEventHandler) for e in entities)
+    assert isinstance(_load(HUMANOID_LAUNCH).generate_launch_description(), LaunchDescription)

@@ -1,0 +1,112 @@
+"""The robots shipped with a configuration: name → parameter file and robot description.
+
+Used by the launch file (``robot:=NAME``), the tests and the benchmarks. The shipped humanoid and
+arm come with their URDFs in ``share/rbd_estimator/urdf``; the real robots' URDFs come from
+*example-robot-data* (``ros-<distro>-example-robot-data`` in a ROS workspace, or the PyPI wheel
+``example-robot-data``), which this module finds without importing ROS. Nothing here is needed to
+run the estimator: a robot of your own is a URDF plus a parameter file.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import sys
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+PACKAGE = "rbd_estimator"
+#: ROS package (ament index) and PyPI distribution of example-robot-data
+ROBOT_DATA = "example-robot-data"
+
+
+@dataclass(frozen=True)
+class ShippedRobot:
+    """``params``: file under ``share/rbd_estimator/config``; ``urdf``: path under
+    ``share/rbd_estimator/urdf`` (``source='package'``) or under example-robot-data's ``robots/``
+    (``source='example-robot-data'``)."""
+    name: str
+    params: str
+    urdf: str
+    source: str = "example-robot-data"
+    description: str = ""
+
+
+SHIPPED = {r.name: r for r in (
+    ShippedRobot("humanoid", "humanoid.yaml", "humanoid.urdf", "package",
+                 "the package's 22-joint humanoid: IMU, six force-torque sensors, two feet"),
+    ShippedRobot("arm", "fixed_arm.yaml", "arm.urdf", "package", "fixed-base arm with a wrist force-torque sensor"),
+    ShippedRobot("icub", "icub.yaml", "icub_description/robots/icub.urdf",
+                 description="iCub: IMU, six force-torque sensors, two feet"),
+    ShippedRobot("talos", "talos.yaml", "talos_data/robots/talos_reduced.urdf",
+                 description="Talos: IMU, force-torque sensors at ankles and wrists, two feet"),
+    ShippedRobot("go2", "go2.yaml", "go2_description/urdf/go2.urdf",
+                 description="Unitree Go2: IMU, 12 motor torques, four point-force feet"),
+    ShippedRobot("g1", "g1.yaml", "g1_description/urdf/g1_29dof_rev_1_0.urdf",
+                 description="Unitree G1 (29 DoF): IMU, 29 motor torques, two feet"),
+)}
+
+
+def shipped(name: str) -> ShippedRobot:
+    try:
+        return SHIPPED[name]
+    except KeyError:
+        raise ConfigError(f"robot '{name}' is not shipped with a configuration; shipped: {', '.join(SHIPPED)} "
+                          f"(for another robot give robot_description_file and params_file)") from None
+
+
+def share_dir() -> str:
+    """``share/rbd_estimator``: the source tree when running from it (editable install), else the
+    ament index in a ROS workspace, else the installation prefix (pip)."""
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(source, "config", "humanoid.yaml")):
+        return source
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return get_package_share_directory(PACKAGE)
+    except Exception:  # noqa: BLE001 — not a ROS environment, or the package is not in its index
+        pass
+    for prefix in (sys.prefix, sys.base_prefix):
+        d = os.path.join(prefix, "share", PACKAGE)
+        if os.path.isfile(os.path.join(d, "config", "humanoid.yaml")):
+            return d
+    raise ConfigError(f"cannot find share/{PACKAGE} (configs and URDFs): is the package installed?")
+
+
+def robot_data_dir() -> str:
+    """The ``robots/`` folder of example-robot-data: the ROS package's share folder, else the PyPI
+    wheel's (``site-packages/cmeel.prefix/share/example-robot-data/robots``)."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        d = os.path.join(get_package_share_directory(ROBOT_DATA), "robots")
+        if os.path.isdir(d):
+            return d
+    except Exception:  # noqa: BLE001 — not a ROS environment, or not installed there
+        pass
+    try:
+        files = importlib.metadata.files(ROBOT_DATA) or ()
+    except importlib.metadata.PackageNotFoundError:
+        files = ()
+    for f in files:
+        parts = str(f).split("/")
+        if "robots" in parts and parts[-1].endswith(".urdf"):
+            full = str(f.locate())
+            return full[: full.index("/robots/") + len("/robots")]
+    raise ConfigError(f"the robot descriptions of {ROBOT_DATA} are not installed: install the ROS package "
+                      f"(ros-$ROS_DISTRO-example-robot-data) or `pip install {ROBOT_DATA}`, or give "
+                      f"robot_description_file")
+
+
+def params_file(name: str) -> str:
+    """The shipped parameter file of robot ``name``."""
+    return os.path.join(share_dir(), "config", shipped(name).params)
+
+
+def urdf_file(name: str) -> str:
+    """The URDF of robot ``name`` (package share, or example-robot-data)."""
+    r = shipped(name)
+    path = (os.path.join(share_dir(), "urdf", r.urdf) if r.source == "package"
+            else os.path.join(robot_data_dir(), r.urdf))
+    if not os.path.isfile(path):
+        raise ConfigError(f"robot '{name}': its robot description {path} does not exist")
+    return path
