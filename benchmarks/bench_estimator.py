@@ -3,6 +3,9 @@
 
     python benchmarks/bench_estimator.py [--calls 5000] [--memory-calls 10000]
 
+Then the shipped real robots (config/talos.yaml, go2.yaml, g1.yaml with example-robot-data's URDFs,
+as ``robot:=NAME`` launches them): ``estimate()`` beside ``pinocchio.rnea`` of the same robot.
+
 The configuration is the acceptance one: iCub on a floating base, the IMU on root_link, the six
 force-torque sensors, full-wrench contacts on l_sole and r_sole; inputs are numpy arrays (``ft``
 an ``(n_ft, 6)`` array) from one ground-truth sample (test/groundtruth.py). Every function is
@@ -70,6 +73,8 @@ def main() -> None:
     print(f"{'estimate() generic (KKT LU)':28s} {t_gen:10.2f} {t_gen / t_pin:8.2f}")
     print(f"structured vs generic: {t_gen / t_str:.1f}× faster; max |Δτ| = {diff:.2g} N·m")
 
+    shipped_robots(args.calls)
+
     tracemalloc.start()
     for _ in range(100):                   # tracemalloc's own first-call bookkeeping
         structured.estimate(q, dq, ddq, imu=imu, ft=ft)
@@ -80,6 +85,23 @@ def main() -> None:
     tracemalloc.stop()
     print(f"memory: {args.memory_calls} structured estimates under tracemalloc: {after - before:+d} bytes retained "
           f"(traced {before} → {after} bytes, peak {peak} bytes)")
+
+
+def shipped_robots(calls: int) -> None:
+    """``estimate()`` of each shipped real-robot configuration against pinocchio's rnea of that robot."""
+    from rbd_estimator import robots
+    print(f"{'shipped robot':28s} {'rnea µs':>10s} {'estimate µs':>12s} {'ratio':>7s}  tick path")
+    for name in ("icub", "talos", "go2", "g1"):
+        with open(robots.urdf_file(name), encoding="utf-8") as fh:
+            xml = fh.read()
+        est = Estimator.from_urdf(xml, SensorConfig.from_yaml(robots.params_file(name)))
+        inputs, _ = GroundTruth(xml, est).sample(np.random.default_rng(0))
+        pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
+        pd = pm.createData()
+        pq, pv = pin.neutral(pm), np.zeros(pm.nv)
+        t_pin = median_us(lambda: pin.rnea(pm, pd, pq, pv, pv), calls)
+        t_est = median_us(lambda: est.estimate(**inputs), calls)
+        print(f"{name:28s} {t_pin:10.2f} {t_est:12.2f} {t_est / t_pin:7.2f}  {est.plan.solver}")
 
 
 if __name__ == "__main__":

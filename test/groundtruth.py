@@ -15,7 +15,9 @@ import re
 import numpy as np
 import pinocchio as pin
 
+from rbd_estimator.dynamics import rnea
 from rbd_estimator.estimation import ImuSample
+from rbd_estimator.estimation.synthetic import measure
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
@@ -166,3 +168,81 @@ class GroundTruth:
             F, *_ = np.linalg.lstsq(C, np.array([w[2], w[3], w[4]]), rcond=None)
             out.append(F)
         return out
+
+
+class Trajectory:
+    """Noise-free, time-consistent sensor readings for an estimator's configuration.
+
+    Joints: ``q(t) = q0 + v0 t + a t²/2`` (constant acceleration: the node's finite difference is
+    exact). Floating base: orientation turning about a fixed axis, body angular velocity
+    ``ω0 + α t`` (so the derivative of the gyro is exactly α), an arbitrary linear velocity (the
+    estimate must not depend on it), and the base linear acceleration and contact wrenches solved
+    (minimum-norm change from a nominal stance) so that the floating-base equations hold.
+    """
+
+    def __init__(self, est, seed=0, dt_ns=1_000_000, t0_ns=1_700_000_000_000_000_000):
+        self.est, self.m, self.cfg = est, est.model, est.config
+        rng = np.random.default_rng(seed)
+        nj = self.m.n_joints
+        self.q0, self.v0, self.a = rng.uniform(-0.4, 0.4, nj), rng.normal(0, 0.5, nj), rng.normal(0, 2.0, nj)
+        self.w0, self.alpha = rng.normal(0, 0.3, 3), rng.normal(0, 1.0, 3)
+        self.dt_ns, self.t0_ns = dt_ns, t0_ns
+        mass = sum(float(I[5, 5]) for I in self.m.inertias)
+        self.W0 = []
+        for c in self.cfg.contacts:
+            w = np.zeros(6)
+            w[2] = mass * 9.81 / max(1, len(self.cfg.contacts))
+            if not self.m.floating_base:
+                w = rng.normal(0, 5.0, 6)
+            self.W0.append(w)
+        free = {"full_wrench": [0, 1, 2, 3, 4, 5], "point_force": [0, 1, 2], "slippery": [2, 3, 4, 5]}
+        self.free = [(k, i) for k, c in enumerate(self.cfg.contacts) for i in free[c.type]]
+        self._cache = {}
+
+    def stamp(self, k):
+        return self.t0_ns + k * self.dt_ns
+
+    def _base_wrench(self, q, v, a, W):
+        f_ext = {c.frame: w for c, w in zip(self.cfg.contacts, W)}
+        return rnea(self.m, q, v, a, f_ext)[:6]
+
+    def frame(self, k):
+        if k in self._cache:
+            return self._cache[k]
+        t = k * self.dt_ns * 1e-9
+        qj = self.q0 + self.v0 * t + 0.5 * self.a * t * t
+        vj = self.v0 + self.a * t
+        W = [w.copy() for w in self.W0]
+        if self.m.floating_base:
+            ang = 0.3 + 0.5 * t
+            axis = np.array([0.2, -0.3, 1.0]) / np.linalg.norm([0.2, -0.3, 1.0])
+            quat = np.concatenate([np.sin(ang / 2) * axis, [np.cos(ang / 2)]])
+            q = np.concatenate([[0.1, -0.2, 0.9], quat, qj])
+            v = np.concatenate([[0.3, -0.1, 0.05], self.w0 + self.alpha * t, vj])
+            a = np.concatenate([np.zeros(3), self.alpha, self.a])
+            # unknowns x = [a_lin (3), free wrench components]: base wrench affine in x, solve min-norm
+            n = 3 + len(self.free)
+
+            def apply(x):
+                aa = a.copy()
+                aa[:3] = x[:3]
+                WW = [w.copy() for w in self.W0]
+                for j, (c, i) in enumerate(self.free):
+                    WW[c][i] += x[3 + j]
+                return aa, WW
+
+            c0 = self._base_wrench(q, v, *apply(np.zeros(n)))
+            B = np.column_stack([self._base_wrench(q, v, *apply(np.eye(n)[j])) - c0 for j in range(n)])
+            x = np.linalg.lstsq(B, -c0, rcond=None)[0]
+            a, W = apply(x)
+            assert np.max(np.abs(self._base_wrench(q, v, a, W))) < 1e-8
+        else:
+            q, v, a = qj, vj, self.a.copy()
+        readings = measure(self.est, q, v, a, np.array(W))
+        out = dict(stamp=self.stamp(k), q=qj, dq=vj, readings=readings, tau=np.array(readings.tau),
+                   wrenches=np.array(W))
+        self._cache[k] = out
+        return out
+
+
+# ============================================================================ ROS harness

@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 import pytest
+from groundtruth import Trajectory
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -41,8 +42,6 @@ from sensor_msgs.msg import Imu, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
 from rbd_estimator import Estimator, SensorConfig  # noqa: E402
-from rbd_estimator.dynamics import rnea  # noqa: E402
-from rbd_estimator.estimation.synthetic import measure  # noqa: E402
 from rbd_estimator.node import EstimatorNode  # noqa: E402
 from rbd_estimator.ros.diagnostics import values_of  # noqa: E402
 
@@ -124,83 +123,6 @@ def rss_kb():
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
-# ============================================================================ ground truth
-class Trajectory:
-    """Noise-free, time-consistent sensor readings for an estimator's configuration.
-
-    Joints: ``q(t) = q0 + v0 t + a t²/2`` (constant acceleration: the node's finite difference is
-    exact). Floating base: orientation turning about a fixed axis, body angular velocity
-    ``ω0 + α t`` (so the derivative of the gyro is exactly α), an arbitrary linear velocity (the
-    estimate must not depend on it), and the base linear acceleration and contact wrenches solved
-    (minimum-norm change from a nominal stance) so that the floating-base equations hold.
-    """
-
-    def __init__(self, est, seed=0, dt_ns=1_000_000, t0_ns=1_700_000_000_000_000_000):
-        self.est, self.m, self.cfg = est, est.model, est.config
-        rng = np.random.default_rng(seed)
-        nj = self.m.n_joints
-        self.q0, self.v0, self.a = rng.uniform(-0.4, 0.4, nj), rng.normal(0, 0.5, nj), rng.normal(0, 2.0, nj)
-        self.w0, self.alpha = rng.normal(0, 0.3, 3), rng.normal(0, 1.0, 3)
-        self.dt_ns, self.t0_ns = dt_ns, t0_ns
-        mass = sum(float(I[5, 5]) for I in self.m.inertias)
-        self.W0 = []
-        for c in self.cfg.contacts:
-            w = np.zeros(6)
-            w[2] = mass * 9.81 / max(1, len(self.cfg.contacts))
-            if not self.m.floating_base:
-                w = rng.normal(0, 5.0, 6)
-            self.W0.append(w)
-        free = {"full_wrench": [0, 1, 2, 3, 4, 5], "point_force": [0, 1, 2], "slippery": [2, 3, 4, 5]}
-        self.free = [(k, i) for k, c in enumerate(self.cfg.contacts) for i in free[c.type]]
-        self._cache = {}
-
-    def stamp(self, k):
-        return self.t0_ns + k * self.dt_ns
-
-    def _base_wrench(self, q, v, a, W):
-        f_ext = {c.frame: w for c, w in zip(self.cfg.contacts, W)}
-        return rnea(self.m, q, v, a, f_ext)[:6]
-
-    def frame(self, k):
-        if k in self._cache:
-            return self._cache[k]
-        t = k * self.dt_ns * 1e-9
-        qj = self.q0 + self.v0 * t + 0.5 * self.a * t * t
-        vj = self.v0 + self.a * t
-        W = [w.copy() for w in self.W0]
-        if self.m.floating_base:
-            ang = 0.3 + 0.5 * t
-            axis = np.array([0.2, -0.3, 1.0]) / np.linalg.norm([0.2, -0.3, 1.0])
-            quat = np.concatenate([np.sin(ang / 2) * axis, [np.cos(ang / 2)]])
-            q = np.concatenate([[0.1, -0.2, 0.9], quat, qj])
-            v = np.concatenate([[0.3, -0.1, 0.05], self.w0 + self.alpha * t, vj])
-            a = np.concatenate([np.zeros(3), self.alpha, self.a])
-            # unknowns x = [a_lin (3), free wrench components]: base wrench affine in x, solve min-norm
-            n = 3 + len(self.free)
-
-            def apply(x):
-                aa = a.copy()
-                aa[:3] = x[:3]
-                WW = [w.copy() for w in self.W0]
-                for j, (c, i) in enumerate(self.free):
-                    WW[c][i] += x[3 + j]
-                return aa, WW
-
-            c0 = self._base_wrench(q, v, *apply(np.zeros(n)))
-            B = np.column_stack([self._base_wrench(q, v, *apply(np.eye(n)[j])) - c0 for j in range(n)])
-            x = np.linalg.lstsq(B, -c0, rcond=None)[0]
-            a, W = apply(x)
-            assert np.max(np.abs(self._base_wrench(q, v, a, W))) < 1e-8
-        else:
-            q, v, a = qj, vj, self.a.copy()
-        readings = measure(self.est, q, v, a, np.array(W))
-        out = dict(stamp=self.stamp(k), q=qj, dq=vj, readings=readings, tau=np.array(readings.tau),
-                   wrenches=np.array(W))
-        self._cache[k] = out
-        return out
-
-
-# ============================================================================ ROS harness
 class Ros:
     """A private context, a multi-threaded executor spinning in a thread, and a client node."""
 
@@ -983,4 +905,32 @@ def test_doubtful_inertia_warns_once_at_configure_or_is_refused_with_strict_mode
         assert f"link '{link}'" in node.last_error and "triangle inequality" in node.last_error
         assert node.estimator is None
     finally:
+        ros.destroy(node)
+
+
+@pytest.mark.parametrize("robot", ["talos", "go2"])
+def test_end_to_end_shipped_real_robot(ros, robot):
+    """Issue 10: the shipped configurations of real robots configure, estimate and cross-check in the
+    node (Talos: four force-torque sensors; Go2: motor torques in the joint states' effort field)."""
+    from rbd_estimator import robots
+    xml, params = read(robots.urdf_file(robot)), robots.params_file(robot)
+    est = Estimator.from_urdf(xml, SensorConfig.from_yaml(params))
+    ns = unique_ns(robot)
+    node = ros.estimator(params_from_yaml(params, xml, oracle_every_n=5, prepare_fallbacks=False), ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure"), node.last_error
+        assert ros.transition(node, "activate")
+        sim = Sim(ros, node, Trajectory(est, seed=3), ns)
+        n = 30
+        for k in range(n):
+            sim.step(k, expect_output=k > 0)
+        scale = max(1.0, max(float(np.max(np.abs(sim.traj.frame(k)["tau"]))) for k in range(1, n)))
+        errors = [sim.error(k) for k in range(1, n)]
+        assert max(errors) <= 1e-9 * scale * 100, f"{robot}: largest error {max(errors):.3g}"
+        lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v["oracle_checks"]) >= 5)
+        assert float(v["oracle_residual"]) < 1e-6 and msg == "OK"
+    finally:
+        if sim:
+            sim.close()
         ros.destroy(node)

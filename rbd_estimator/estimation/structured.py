@@ -142,6 +142,7 @@ class StructuredSolver:
         self._ft0, self._z0 = np.zeros((0, 6)), np.zeros(0)
         self.fallbacks = 0
         self.kernel = compiled_tick()
+        self._call = self._direct_call()
 
     def estimate(self, q, dq, ddq, imu, ft, load_cells, joint_torques) -> int:
         """Pack and solve one sample (see :meth:`Estimator.estimate`); returns the tick status.
@@ -149,16 +150,15 @@ class StructuredSolver:
         anything else (lists, dictionaries, load cells, wrong shapes) goes through
         ``Estimator._pack``, which converts or raises the same errors as the generic path."""
         e = self._est
-        if self._fast:
+        if self._fast and (imu is not None or not self._has_imu):
             try:
-                if self._has_imu and imu is None:
-                    raise TypeError
-                status = self.kernel(*self.arguments(q, dq, ddq, imu, ft, self._z0, joint_torques))
+                status = self._call(q, dq, ddq, imu, ft, joint_torques)
             except (TypeError, IndexError, KeyError):
                 status = 3
             if status != 3:
                 e._q, e._dq, e._ddq = q, dq, ddq
                 return status
+        if self._fast:
             self.fallbacks += 1
         e._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
         return self.tick()
@@ -176,6 +176,28 @@ class StructuredSolver:
         return (self.ip, self.fp, self.w, e._E, e._v, e._x, q, dq, ddq, iq, iw, ia, ial,
                 ft if self._n_ft else self._ft0, cells, joint_torques if self._n_jt else self._z0,
                 e._imu_buf, e._out, e._info)
+
+    def _direct_call(self):
+        """``call(q, dq, ddq, imu, ft, joint_torques) → status``: :meth:`arguments` (no load
+        cells) with the constant arguments bound once, so that the tick's Python overhead — part of
+        the per-estimate budget on small robots — is one call."""
+        e, kernel = self._est, self.kernel
+        ip, fp, w, E, V, x, imu_buf, out, info = self.ip, self.fp, self.w, e._E, e._v, e._x, e._imu_buf, e._out, e._info
+        z0, z3, z4, ft0 = self._z0, self._z3, self._z4, self._ft0
+        n_ft, n_jt = self._n_ft, self._n_jt
+        if not self._has_imu:
+            def call(q, dq, ddq, imu, ft, jt):
+                return kernel(ip, fp, w, E, V, x, q, dq, ddq, z4, z3, z3, z3, ft if n_ft else ft0, z0,
+                              jt if n_jt else z0, imu_buf, out, info)
+        elif self._alpha:
+            def call(q, dq, ddq, imu, ft, jt):
+                return kernel(ip, fp, w, E, V, x, q, dq, ddq, imu[0], imu[1], imu[2], imu[3],
+                              ft if n_ft else ft0, z0, jt if n_jt else z0, imu_buf, out, info)
+        else:
+            def call(q, dq, ddq, imu, ft, jt):
+                return kernel(ip, fp, w, E, V, x, q, dq, ddq, imu[0], imu[1], imu[2], z3,
+                              ft if n_ft else ft0, z0, jt if n_jt else z0, imu_buf, out, info)
+        return call
 
     def tick(self) -> int:
         """One estimate from the estimator's packed buffers (``_q, _dq, _ddq, _imu_buf, _ft_buf,
