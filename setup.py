@@ -4,6 +4,7 @@ import os
 from glob import glob
 
 from setuptools import find_packages, setup
+from setuptools.command.install import install as _install
 
 package_name = 'rbd_estimator'
 here = os.path.dirname(os.path.abspath(__file__))
@@ -30,6 +31,28 @@ if files('urdf/*'):
 
 oracle = ['pin>=3.0']
 
+
+class install(_install):
+    """``install`` (colcon's ament_python build, ``pip install .``), then compile the kernels into
+    the installed package's cache (``rbd-estimator warm-cache``), so that the first configure
+    loads machine code instead of compiling it for half a minute. Best effort: skipped with a
+    note where the installed package cannot run yet (an isolated build environment without
+    numpy/numba) or when RBD_ESTIMATOR_SKIP_WARM=1."""
+
+    def run(self):
+        super().run()
+        if os.environ.get('RBD_ESTIMATOR_SKIP_WARM') == '1':
+            return
+        import subprocess
+        import sys
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [self.install_lib] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]))
+        env.pop('RBD_ESTIMATOR_CACHE_DIR', None)
+        res = subprocess.run([sys.executable, '-m', 'rbd_estimator.warm'], env=env, cwd=self.install_lib)
+        if res.returncode != 0:
+            print('rbd_estimator: the compiled-code cache was not pre-warmed; run `rbd-estimator warm-cache` '
+                  'after installing (the first configure compiles otherwise)', file=sys.stderr)
+
 setup(
     name=package_name,
     version='0.1.0',
@@ -48,7 +71,8 @@ setup(
         'replay': ['rosbags', 'matplotlib'],
         'test': oracle + ['pytest', 'example-robot-data', 'matplotlib', 'rosbags'],
     },
-    zip_safe=True,
+    cmdclass={'install': install},
+    zip_safe=False,
     maintainer='rbd_estimator maintainers',
     maintainer_email='maintainers@rbd-estimator.invalid',
     description=(

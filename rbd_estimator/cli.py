@@ -1,9 +1,11 @@
 """The ``rbd-estimator`` console script.
 
+    rbd-estimator warm-cache [ROBOT ...]
     rbd-estimator replay INPUT OUTPUT --params config.yaml [--robot-description URDF] [--plot FILE]
                                       [--storage mcap|sqlite3] [--no-compress] [--namespace NS]
 
-``replay`` runs the estimator node's tick logic over a rosbag2 recording (MCAP or sqlite3) and writes
+``warm-cache`` compiles the kernels of the shipped configurations into the package's cache
+(:mod:`rbd_estimator.warm`), so that the first ``configure`` takes seconds. ``replay`` runs the estimator node's tick logic over a rosbag2 recording (MCAP or sqlite3) and writes
 the input topics plus the estimate topics to a new bag (see :mod:`rbd_estimator.replay`). Exit
 status: 0 on success, 1 when the input ended early or was corrupt (the partial output is a valid
 bag), 2 when the replay could not start.
@@ -54,6 +56,10 @@ def _replay(args) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="rbd-estimator", description="rbd_estimator command-line tools")
     sub = ap.add_subparsers(dest="command", required=True)
+    wc = sub.add_parser("warm-cache", help="compile the kernels ahead of time (container images, CI)",
+                        description="Compile the estimator's kernels for the shipped configurations into the "
+                                    "package's cache, so that the first configure loads instead of compiling.")
+    wc.add_argument("robots", nargs="*", help="shipped robots to warm (default: all that are installed)")
     rp = sub.add_parser("replay", help="run the node's tick logic over a rosbag2 recording",
                         description="Replay a rosbag2 recording (MCAP or sqlite3) through the estimator node's "
                                     "tick logic and write the input topics plus the estimates to a new bag.")
@@ -75,6 +81,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.command == "replay":
         return _replay(args)
+    if args.command == "warm-cache":
+        from .warm import warm
+        return 0 if warm(args.robots or None) else 1
     return 2
 
 

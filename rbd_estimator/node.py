@@ -59,6 +59,7 @@ from .ros.blas import limit_blas_threads
 from .ros.calibration import SampleCollector, parse_request
 from .ros.fast_spin import WaitSetSpinner
 from .ros import diagnostics as diag
+from .jit import compile_timer
 from .ros.inputs import SensorInputs
 from .ros.params import NEEDS_CONFIGURE, NEEDS_REACTIVATE, NODE_PARAMETERS, NodeSettings
 from .ros.plans import PlanSet, PlanWorker
@@ -199,15 +200,16 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 settings.check_ft_offsets(config)
                 xml = self._robot_description(settings)
                 t0 = time.monotonic()
-                with warnings.catch_warnings(record=True) as caught:   # logged once, here
-                    warnings.simplefilter("always", ModelWarning)
-                    plans = PlanSet(xml, config, PlanSet.plan(xml, config, strict=settings.strict_model))
-                for w in caught:
-                    if issubclass(w.category, ModelWarning):
-                        self.get_logger().warning(f"robot_description: {w.message}")
-                oracle = self._make_oracle(xml, config, plans, settings)
-                inputs = SensorInputs.for_estimator(plans.main.estimator, config, settings)
-                inputs.warm_up()
+                with compile_timer() as compiled:
+                    with warnings.catch_warnings(record=True) as caught:   # logged once, here
+                        warnings.simplefilter("always", ModelWarning)
+                        plans = PlanSet(xml, config, PlanSet.plan(xml, config, strict=settings.strict_model))
+                    for w in caught:
+                        if issubclass(w.category, ModelWarning):
+                            self.get_logger().warning(f"robot_description: {w.message}")
+                    oracle = self._make_oracle(xml, config, plans, settings)
+                    inputs = SensorInputs.for_estimator(plans.main.estimator, config, settings)
+                    inputs.warm_up()
             except Exception as exc:  # every failure is reported the same way; nothing was kept
                 self.last_error = advice(exc)
                 self.get_logger().error(f"configure failed: {self.last_error}")
@@ -226,9 +228,12 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             self.last_error = ""
             self._state = "inactive"
             est = plans.main.estimator
+            seconds = time.monotonic() - t0
+            self._configure_time = (seconds, compiled.seconds)      # reported once on /diagnostics
             self.get_logger().info(
                 f"configured for '{est.model.name}' ({len(est.joint_names)} joints, contacts "
-                f"{', '.join(est.contact_names) or 'none'}) in {time.monotonic() - t0:.2f} s: "
+                f"{', '.join(est.contact_names) or 'none'}) in {seconds:.2f} s ({compiled.seconds:.2f} s compiling "
+                f"kernels{'' if compiled.seconds < 1.0 else ': run `rbd-estimator warm-cache` once to avoid it'}): "
                 f"{est.plan.summary()}" + (f"; preparing plans for {len(config.sensor_names)} single-sensor losses"
                                             if settings.prepare_fallbacks else ""))
             return SUCCESS
@@ -317,6 +322,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._oracle_checks = 0
         self._oracle_residual = self._oracle_base_residual = float("nan")
         self._oracle_error = ""
+        self._configure_time = None        # (seconds, of which compiling) of the last configure
         self._status = (diag.OK, "unconfigured")
         self._missing = frozenset()
         self._tick_on_js = True
@@ -732,6 +738,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                       oracle_checks=self._oracle_checks, oracle_tolerance=tol)
         if self._oracle_error:
             values["oracle_error"] = self._oracle_error
+        if self._configure_time is not None:                       # once after each configure
+            values["configure_seconds"], values["configure_compile_seconds"] = self._configure_time
+            self._configure_time = None
         if self._state == "active" and self._oracle_residual > tol:
             level = max(level, diag.WARN)
             message += f"; oracle residual {self._oracle_residual:.3g} N·m above tolerance {tol:g}"

@@ -54,6 +54,10 @@ if [[ "$want" != "$have" ]]; then
     echo "quickstart: environment ready in $((SECONDS - start)) s" >&2
 fi
 
+# Compile the kernels into the package's cache (rbd_estimator/_jit_cache) ahead of the demo and the
+# tests: about half a minute on a fresh clone, a second or two once warm (issue 14).
+"$py" -m rbd_estimator.warm >/dev/null || echo "quickstart: warm-cache failed; kernels compile on first use" >&2
+
 case "$mode" in
     demo)
         exec "$py" -m rbd_estimator.demo "$@"

@@ -934,3 +934,27 @@ def test_end_to_end_shipped_real_robot(ros, robot):
         if sim:
             sim.close()
         ros.destroy(node)
+
+
+def test_configure_time_is_logged_and_reported_once_on_diagnostics(ros, arm, capfd):
+    """Issue 14: configure logs its duration and the part spent compiling kernels; /diagnostics
+    carries both in the first message after configure only."""
+    xml, _ = arm
+    ns = unique_ns("cfgtime")
+    node = ros.estimator(params_from_yaml(ARM_YAML, xml), ns)
+    seen = []
+    sub = ros.client.create_subscription(
+        DiagnosticArray, "/diagnostics",
+        lambda m: seen.extend(values_of(s) for s in m.status if s.name.endswith(node.get_fully_qualified_name())),
+        QoSProfile(depth=50, reliability=QoSReliabilityPolicy.RELIABLE))
+    try:
+        assert ros.transition(node, "configure"), node.last_error
+        assert wait_until(lambda: len(seen) >= 3, 10.0)
+        with_time = [v for v in seen if "configure_seconds" in v]
+        assert len(with_time) == 1 and with_time[0] is seen[0]
+        total, compiling = float(with_time[0]["configure_seconds"]), float(with_time[0]["configure_compile_seconds"])
+        assert 0.0 < total and 0.0 <= compiling <= total
+        assert re.search(r"configured for 'rbd_arm' .* in \d+\.\d\d s \(\d+\.\d\d s compiling", capfd.readouterr().err)
+    finally:
+        ros.client.destroy_subscription(sub)
+        ros.destroy(node)

@@ -1,11 +1,12 @@
 """Compiled input checks shared by the generic and the structured tick."""
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from ..jit import njit
 
-@nb.njit(cache=True, nogil=True)
+
+@njit(error_model="python")
 def first_non_finite(inputs, info) -> int:
     """1 if a value of the tuple of 1-D ``inputs`` is not finite, with ``info[0]`` = which input
     (1-based) and ``info[1]`` = its index; 0 otherwise. Both ticks check their inputs with it."""

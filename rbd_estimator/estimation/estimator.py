@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 import scipy.sparse as sp
 
@@ -24,6 +23,7 @@ from .layout import SystemLayout, motion_axes
 from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
 from .checks import first_non_finite
 from .sparse_lu import gather, lu_solve, numeric_lu
+from ..jit import njit
 
 
 class ImuSample(NamedTuple):
@@ -430,7 +430,7 @@ def _R_to_quat(R) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- compiled tick
-@nb.njit(cache=True, nogil=True)
+@njit(error_model="python")
 def _kinematics(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
                 q, dq, w_imu, E, r, X, v, c, nu, Xa0, work, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv):
     """Transforms into ``src``; bias terms and the IMU's ``ω_F × v_F`` into ``rsrc`` (eqs. 2–3).
@@ -483,7 +483,7 @@ def _kinematics(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu
         rsrc[r_imu_wv + 2] = Iv[0] * Iv[4] - Iv[1] * Iv[3]
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy")
+@njit
 def _tick(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
           E, r, X, v, c, nu, Xa0, work, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_imu_acc, r_imu_alpha, r_ft,
           r_cells, r_tau, r_ext, q, dq, ddq, imu, ft, cells, jt, ext, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx,

@@ -15,15 +15,14 @@ choice, so no sensor of the base's linear velocity is needed (DESIGN.md).
 """
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
 from ..model.robot_model import FREE, PRISMATIC, REVOLUTE
+from ..jit import njit
 
-_JIT = dict(cache=True, nogil=True)
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _axis_rotation_T(axis, angle, E):
     """``E = R(axis, angle)ᵀ`` (Rodrigues): rotates parent-joint coordinates into body coordinates."""
     s, c = np.sin(angle), np.cos(angle)
@@ -40,7 +39,7 @@ def _axis_rotation_T(axis, angle, E):
     E[2, 1] = y * z * t - x * s
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def matvec_into(M, x, out):
     """``out = M x`` without allocating (numba's ``@`` allocates its result)."""
     for a in range(M.shape[0]):
@@ -50,7 +49,7 @@ def matvec_into(M, x, out):
         out[a] = s
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def joint_transforms(jtype, axes, E_tree, r_tree, q_of_body, q, E, r, EJ):
     """``ⁱX_λ(i) = plux(E[i], r[i]) = X_J(q_i) X_T(i)`` for every body, as rotation and translation.
     ``q_of_body[i]`` is the index of body i's joint position in ``q`` (joints only; -1 if none).
@@ -72,7 +71,7 @@ def joint_transforms(jtype, axes, E_tree, r_tree, q_of_body, q, E, r, EJ):
                     r[i, a] += E_tree[i, b, a] * axes[i, b] * d
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def plux_into(E, r, X):
     """Write ``plux(E, r) = [[E, 0], [-E r×, E]]`` into the 6×6 ``X``."""
     for a in range(3):
@@ -87,7 +86,7 @@ def plux_into(E, r, X):
         X[a + 3, 2] = -(E[a, 0] * r[1] - E[a, 1] * r[0])
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def motion_cross(v, m, out):
     """``out = v × m`` for motion vectors (Featherstone eq. 2.31)."""
     w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
@@ -99,7 +98,7 @@ def motion_cross(v, m, out):
     out[5] = w0 * m[4] - w1 * m[3] + u0 * m[1] - u1 * m[0]
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def force_cross(v, f, out):
     """``out = v ×* f`` for a force vector ``f`` (Featherstone eq. 2.32)."""
     w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
@@ -112,7 +111,7 @@ def force_cross(v, f, out):
     out[5] = w0 * f1 - w1 * f0
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def velocity_pass(parents, jtype, S, v_of_body, X, dq, v0, a0, v, c, nu, Xa0, inertias, vJ, Iv):
     """Nori eq. (2) forward: ``v_i = X_i v_λ(i) + S_i q̇_i``; the bias terms ``c_i``, ``ν_i`` of
     eq. (3) and ``X_i a_0`` for bodies on the fixed base. ``v0`` is the floating base's velocity

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
@@ -32,6 +31,7 @@ from ..errors import IllPosedError
 from ..model.cost import cost
 from .layout import SystemLayout
 from .sparse_lu import flops, symbolic_lu
+from ..jit import njit
 
 _KIND_WORDS = {"a": "acceleration of", "f": "joint wrench into", "tau": "torque of joint",
                "h": "contact wrench of"}
@@ -195,7 +195,7 @@ def _large_entry_matching(W: sp.csr_matrix, pivots=()) -> np.ndarray:
     return row_of_col
 
 
-@nb.njit(cache=True)
+@njit(nogil=False, error_model="python")
 def _augmenting_matching(indptr, indices, greedy_cols, greedy_rows, n_rows):
     """Greedy matching over the (column, row) pairs in the given order, then Kuhn's augmenting
     paths (iterative depth-first search) for the columns left unmatched."""

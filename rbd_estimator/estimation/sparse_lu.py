@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import heapq
 
-import numba as nb
 import numpy as np
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")   # a zero pivot gives inf, not an exception
+from ..jit import njit
 
 
 def symbolic_lu(indptr: np.ndarray, indices: np.ndarray, n: int):
@@ -50,7 +49,7 @@ def symbolic_lu(indptr: np.ndarray, indices: np.ndarray, n: int):
     return as_int(Lp), as_int(Li), as_int(Up), as_int(Ui)
 
 
-@nb.njit(**_JIT)
+@njit
 def gather(ptr, idx, coef, src, out):
     """``out = G src`` for a CSR matrix ``G = (ptr, idx, coef)``: the sparse linear maps that turn
     sources into matrix values, right-hand sides and outputs."""
@@ -61,7 +60,7 @@ def gather(ptr, idx, coef, src, out):
         out[k] = s
 
 
-@nb.njit(**_JIT)
+@njit
 def numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w):
     """Row-oriented numeric LU of CSR ``A`` into the fixed patterns of ``L`` (unit lower) and
     ``U``. Returns the smallest ``|pivot| / max|row of A|`` (a cheap stability monitor)."""
@@ -90,7 +89,7 @@ def numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w):
     return worst
 
 
-@nb.njit(**_JIT)
+@njit
 def lu_solve(Lp, Li, Lx, Up, Ui, Ux, x):
     """In place: ``x ← U⁻¹ L⁻¹ x`` (forward then backward substitution)."""
     n = x.shape[0]

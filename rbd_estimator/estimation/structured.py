@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import warnings
 
-import numba as nb
 import numpy as np
 import scipy.sparse as sp
 from numba import types as nbt
@@ -55,8 +54,8 @@ from ..errors import ConfigError
 from ..model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
 from .checks import first_non_finite
 from .layout import motion_axes
+from ..jit import njit
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 # ---------------------------------------------------------------------------- packed layout
 # ip[H_x] holds a size, or the offset of array x in ip (ints), fp (floats) or w (work).
@@ -567,7 +566,7 @@ def _self_check(est, solver: StructuredSolver, seed: int = 7, count: int = 2):
 _u = np.uint64
 
 
-@nb.njit(**_JIT)
+@njit
 def _mx(E, eo, r, ro, x, xo, y, yo):
     """``y = plux(E, r) x`` for a motion vector: ``ω' = E ω``, ``v' = E (v − r × ω)``."""
     w0, w1, w2 = x[_u(xo)], x[_u(xo + 1)], x[_u(xo + 2)]
@@ -583,7 +582,7 @@ def _mx(E, eo, r, ro, x, xo, y, yo):
     y[_u(yo + 5)] = E[_u(eo + 6)] * u0 + E[_u(eo + 7)] * u1 + E[_u(eo + 8)] * u2
 
 
-@nb.njit(**_JIT)
+@njit
 def _fxT_add(E, eo, r, ro, f, fo, y, yo, s):
     """``y += s · plux(E, r)ᵀ f`` for a force vector (child to parent): ``f' = Eᵀ f``,
     ``n' = Eᵀ n + r × f'``."""
@@ -603,7 +602,7 @@ def _fxT_add(E, eo, r, ro, f, fo, y, yo, s):
     y[_u(yo + 5)] += s * a2
 
 
-@nb.njit(**_JIT)
+@njit
 def _fx(E, eo, r, ro, f, fo, y, yo, s):
     """``y = s · plux(E, r)⁻ᵀ f`` (force, parent to child coordinates): ``f' = E f``,
     ``n' = E (n − r × f)``."""
@@ -620,7 +619,7 @@ def _fx(E, eo, r, ro, f, fo, y, yo, s):
     y[_u(yo + 5)] = s * (E[_u(eo + 6)] * f0 + E[_u(eo + 7)] * f1 + E[_u(eo + 8)] * f2)
 
 
-@nb.njit(**_JIT)
+@njit
 def _rbi_apply(I, io, x, xo, y, yo, s):
     """``y += s · I x`` with ``I = (m, h, J)``: ``[J ω + h × v; m v − h × ω]``."""
     m, h0, h1, h2 = I[_u(io)], I[_u(io + 1)], I[_u(io + 2)], I[_u(io + 3)]
@@ -635,7 +634,7 @@ def _rbi_apply(I, io, x, xo, y, yo, s):
     y[_u(yo + 5)] += s * (m * v2 - (h0 * w1 - h1 * w0))
 
 
-@nb.njit(**_JIT)
+@njit
 def _rbi_xT_add(E, eo, r, ro, I, io, P, po):
     """``P += Xᵀ I X`` for ``X = plux(E, r)`` (rigid-body inertia to parent coordinates, RBDA
     Table 2.5): ``m' = m``, ``h' = Eᵀh + m r``,
@@ -676,7 +675,7 @@ def _rbi_xT_add(E, eo, r, ro, I, io, P, po):
     P[_u(po + 9)] += e01 * t02 + e11 * t12 + e21 * t22 - (y1 * r2 + r1 * y2) - m * r1 * r2
 
 
-@nb.njit(**_JIT)
+@njit
 def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
     """In place Householder QR of the row-major ``n_rows × (n_cols + 1)`` matrix ``[J | r]``
     (leading dimension ``ld``); ``v`` receives the solution of ``min |J x − r|``, ``tmp`` the
@@ -723,7 +722,7 @@ def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
     return rmin / rmax
 
 
-@nb.njit(**_JIT)
+@njit
 def _solve_rbi(I, io, L, lo, x, xo, y, yo, s):
     """``y = s · I⁻¹ x`` for a rigid-body inertia ``I = (m, h, J)`` with the Cholesky factor ``L``
     (6 values) of its rotational inertia about the centre of mass ``Ī_C = J + (h hᵀ − |h|² 1)/m``:
@@ -749,7 +748,7 @@ def _solve_rbi(I, io, L, lo, x, xo, y, yo, s):
     y[_u(yo + 5)] = s * (f2 / m + (c0 * w1 - c1 * w0))
 
 
-@nb.njit(**_JIT)
+@njit
 def _joint_transforms_and_poses(ip, fp, w, E, q):
     """``ⁱX_λ(i) = plux(E_i, r_i)`` for every body (revolute: ``E = cos q A + sin q B + C``), then the
     poses ``ⁱX_0 = plux(R_i, p_i)`` of the bodies that need one: ``R_i = E_i R_λ``,
@@ -803,7 +802,7 @@ def _joint_transforms_and_poses(ip, fp, w, E, q):
                 w[_u(po + a)] = w[_u(pp + a)] + (w[_u(Rp + a)] * r0 + w[_u(Rp + 3 + a)] * r1 + w[_u(Rp + 6 + a)] * r2)
 
 
-@nb.njit(**_JIT)
+@njit
 def _base_velocity(ip, fp, w, E, dq, iw, v0):
     """The floating base's velocity ``[ω_0; 0]``: the gyro reading rotated into the IMU body, minus
     the joint rates between the base and that body, in base coordinates (kinematics.py)."""
@@ -834,7 +833,7 @@ def _base_velocity(ip, fp, w, E, dq, iw, v0):
     v0[2] = w[_u(Rb + 2)] * d0 + w[_u(Rb + 5)] * d1 + w[_u(Rb + 8)] * d2
 
 
-@nb.njit(**_JIT)
+@njit
 def _rnea_without_contacts(ip, fp, w, E, V, dq, ddq):
     """Nori (2), (3a) forward with ``a_0 = 0`` (floating) or ``−a_g`` (fixed): ``v_i``, ``a⁰_i``,
     ``f⁰_i ← I_i a⁰_i + v_i ×* I_i v_i``; then (3f) backward without contacts,
@@ -912,7 +911,7 @@ def _rnea_without_contacts(ip, fp, w, E, V, dq, ddq):
                 _rbi_xT_add(E, 9 * i, w, w_r + 3 * i, w, w_Ic + 10 * i, w, w_Ic + 10 * p)
 
 
-@nb.njit(**_JIT)
+@njit
 def _observations(ip, fp, w):
     """Contact columns ``Φ_c = ⁰X*_{b_c} X_Fᵀ B_c`` (base coordinates), and every observed quantity
     as ``v⁰ + D z``: ``a_b = a⁰_b + ᵇX_0 a_0``; ``f_s = f⁰_s + I^c_s ˢX_0 a_0 − ˢX*_0 Φ h``."""
@@ -981,7 +980,7 @@ def _observations(ip, fp, w):
                 w[_u(w_D + (o + a) * NZ + za + col)] = w[_u(col6 + a)]
 
 
-@nb.njit(**_JIT)
+@njit
 def _base_equation(ip, w):
     """``f_0 = 0``: ``a_0 = a⁰⁰ + P h`` with ``a⁰⁰ = −(I^c_0)⁻¹ f⁰_0`` and ``P = (I^c_0)⁻¹ Φ``.
     Returns False when ``I^c_0`` is not positive definite."""
@@ -1019,7 +1018,7 @@ def _base_equation(ip, w):
     return True
 
 
-@nb.njit(**_JIT)
+@njit
 def _normal_equations(ip, fp, w):
     """Rows ``[j_a | j_h]`` and right-hand sides ``r − G v⁰ − j_a a⁰⁰`` of the (compressed) sensor
     rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's h range;
@@ -1100,7 +1099,7 @@ def _normal_equations(ip, fp, w):
         w[_u(bh + j)] += s
 
 
-@nb.njit(**_JIT)
+@njit
 def _cholesky_solve(N, no, n, b, bo, x, xo):
     """Solve ``N x = b`` (lower triangle of the row-major ``n × n`` ``N`` factorised in place).
     Returns ``min_k L_kk² / N_kk``, the smallest squared sine between a column of ``J`` and the
@@ -1137,7 +1136,7 @@ def _cholesky_solve(N, no, n, b, bo, x, xo):
     return worst
 
 
-@nb.njit(**_JIT)
+@njit
 def _qr_solve(ip, w):
     """Fallback for ill-conditioned normal equations: Householder QR of ``J = J_h + J_a P`` with
     the right-hand side, into ``h``. Returns the diagonal ratio of ``R``."""
@@ -1158,7 +1157,7 @@ def _qr_solve(ip, w):
     return _householder_ls(w[Q:Q + MSC * ld], MSC, NH, ld, w[w_h:w_h + NH], w[tau:tau + NH + 1])
 
 
-@nb.njit(**_JIT)
+@njit
 def _outputs(ip, fp, w, E, V, out):
     """``α_i = ⁱX_0 a_0`` forward; contact wrenches ``g`` backward along their paths;
     ``f_i = f⁰_i + I^c_i α_i − g_i``, ``τ_i = S_iᵀ f_i``; ``out = O [τ, h, f_kept]``."""
@@ -1232,7 +1231,7 @@ def _outputs(ip, fp, w, E, V, out):
         out[_u(r)] = s
 
 
-@nb.njit(**_JIT)
+@njit
 def _residual(ip, fp, w, out):
     """Whitened sensor residuals in the layout's row order: ``e = G u − R msrc`` with the observed
     values ``u = v⁰ + D_a a_0 + D_h h``."""
@@ -1373,5 +1372,5 @@ def compiled_tick():
     other argument type raises ``TypeError`` instead of compiling a new version: the cue for
     :meth:`StructuredSolver.estimate` to pack the inputs first."""
     if not _compiled:
-        _compiled.append(nb.njit([_SIGNATURE], **_JIT)(structured_tick))
+        _compiled.append(njit([_SIGNATURE])(structured_tick))
     return _compiled[0]

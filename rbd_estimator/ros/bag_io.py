@@ -54,12 +54,12 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from io import BytesIO
 
-import numba as nb
 import numpy as np
+
+from ..jit import njit
 
 __all__ = ["RawBatch", "iter_batches", "write_batch"]
 
-_JIT = dict(cache=True, nogil=True)
 _MSG_HEAD = 31                  # opcode 1 + record length 8 + channel 2 + sequence 4 + two times 16
 _CHUNK_LIMIT = 2 ** 20          # rosbags' McapWriter closes a chunk once its records exceed this
 _MAX_TIME = 2 ** 63 - 1
@@ -99,7 +99,7 @@ class RawBatch:
 
 # ============================================================================ compiled record work
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _u64(buf, p):
     """The little-endian uint64 at ``buf[p:p + 8]`` as int64; -1 when it is ≥ 2**63."""
     if buf[p + 7] >= 128:
@@ -110,21 +110,21 @@ def _u64(buf, p):
     return v
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _put(out, p, value, nbytes):
     """Write ``value`` little-endian into ``out[p:p + nbytes]``."""
     for k in range(nbytes):
         out[p + k] = (value >> (8 * k)) & 0xFF
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _scan_error(code, where):
     """The ``_scan_chunk`` result for an error ``code`` at offset ``where``."""
     e = np.empty(0, np.int64)
     return code, where, np.empty(0, np.int32), e, e.copy(), e.copy()
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _scan_chunk(buf, want, t_lo, t_hi):
     """The Message records of an uncompressed chunk whose channel is wanted and log time in
     ``[t_lo, t_hi]`` ns, in record order.
@@ -163,14 +163,14 @@ def _scan_chunk(buf, want, t_lo, t_hi):
     return 0, 0, conn[:n].copy(), time[:n].copy(), start[:n].copy(), length[:n].copy()
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _copy(dst, src):
     """``dst[:] = src`` as a loop LLVM vectorises (numba's slice assignment is ~4x slower here)."""
     for k in range(src.shape[0]):
         dst[k] = src[k]
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _gather(src, src_start, length, out, out_start):
     """Copy payload ``i`` from ``src[src_start[i]:...]`` to ``out[out_start[i]:...]``."""
     for i in range(length.shape[0]):
@@ -179,7 +179,7 @@ def _gather(src, src_start, length, out, out_start):
         _copy(out[b:b + length[i]], src[a:a + length[i]])
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _message_records(cid, time, data, start, length, out, at):
     """Message records, one per message, written at ``out[at[i]:]``: opcode 0x05, record length
     u64 (22 + payload), channel id u16, sequence u32 = 0, log time u64, publish time u64 = log
@@ -195,7 +195,7 @@ def _message_records(cid, time, data, start, length, out, at):
         _copy(out[p + _MSG_HEAD:p + _MSG_HEAD + length[i]], data[start[i]:start[i] + length[i]])
 
 
-@nb.njit(**_JIT)
+@njit(error_model="python")
 def _chunk_layout(pos0, rec_size, limit):
     """Where each record lands in rosbags' pending chunks: its offset in its chunk's buffer, and
     the indices after which a chunk closes (the chunk had ``pos0`` bytes; a chunk closes right

@@ -13,12 +13,11 @@ estimate, a joint state with a new name layout, undecodable bytes, an input it d
 """
 from __future__ import annotations
 
-import numba as nb
 
 from ..estimation.structured import compiled_tick
 from . import input_core as core
+from ..jit import njit
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 #: :func:`run` stop codes (besides input_core's CDR_ERROR and NEED_LAYOUT: message not handled)
 DONE, TICK_PENDING, PYTHON = 1, 2, 3
@@ -28,7 +27,7 @@ NOT_INPUT, IN_PYTHON = -1, -2
 _kernel = compiled_tick()
 
 
-@nb.njit(**_JIT)
+@njit
 def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau, res_w, res_time, res_stamp,
         res_msg, k0):
     """Messages ``i0…`` of a batch (connection index ``conn[i]``, log time ``time[i]`` in ns, bytes

@@ -27,10 +27,9 @@ sequences ``uint32`` count + elements.
 """
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
+from ..jit import njit
 
 #: Reasons a sample can be rejected for (diagnostics keys), in counter order.
 REASONS = ("non_finite", "wrong_length", "unknown_joint", "missing_joint", "stamp_not_increasing",
@@ -56,25 +55,25 @@ HEADER = 22
 
 
 # ============================================================================ byte reading
-@nb.njit(**_JIT)
+@njit
 def _u32(b, o):
     return np.int64(b[o]) | (np.int64(b[o + 1]) << 8) | (np.int64(b[o + 2]) << 16) | (np.int64(b[o + 3]) << 24)
 
 
-@nb.njit(**_JIT)
+@njit
 def _i32(b, o):
     v = _u32(b, o)
     return v - (np.int64(1) << 32) if v >= (np.int64(1) << 31) else v
 
 
-@nb.njit(**_JIT)
+@njit
 def _align(o, n):
     """``o`` (absolute offset) aligned to ``n`` relative to the CDR body (offset 4)."""
     r = (o - 4) % n
     return o + (n - r) if r else o
 
 
-@nb.njit(**_JIT)
+@njit
 def _copy_f64(b, o, F8, k, n):
     """``n`` little-endian doubles at byte ``o`` of ``b`` → ``F[k:k + n]`` (``F8``: F's bytes)."""
     d = 8 * k
@@ -82,7 +81,7 @@ def _copy_f64(b, o, F8, k, n):
         F8[d + j] = b[o + j]
 
 
-@nb.njit(**_JIT)
+@njit
 def _header(b):
     """Stamp (ns) and the offset after ``std_msgs/Header``; offset -1 if the bytes are not one."""
     n = b.shape[0]
@@ -96,7 +95,7 @@ def _header(b):
     return t, o
 
 
-@nb.njit(**_JIT)
+@njit
 def _seq_f64(b, o):
     """A ``float64[]`` at ``o``: (count, offset of the data, offset after it); offset -1 if past the end."""
     n = b.shape[0]
@@ -115,18 +114,18 @@ def _seq_f64(b, o):
 
 
 # ============================================================================ slots
-@nb.njit(**_JIT)
+@njit
 def _slot(I, s):
     return I[H_SLOTS] + SLOT_W * s
 
 
-@nb.njit(**_JIT)
+@njit
 def _reject(I, r, reason):
     I[r + S_REJ + reason] += 1
     return -1
 
 
-@nb.njit(**_JIT)
+@njit
 def _finite(F, k, n):
     for j in range(n):
         if not np.isfinite(F[k + j]):
@@ -134,19 +133,19 @@ def _finite(F, k, n):
     return True
 
 
-@nb.njit(**_JIT)
+@njit
 def _stamp_increases(I, r, t):
     return I[r + S_STAMP] == NONE or t > I[r + S_STAMP]
 
 
-@nb.njit(**_JIT)
+@njit
 def fresh(I, s, now):
     """Whether slot ``s`` has a usable sample no older than its timeout at ``now`` (ns, receipt clock)."""
     r = _slot(I, s)
     return I[r + S_READY] != 0 and I[r + S_RECEIPT] != NONE and now - I[r + S_RECEIPT] <= I[r + S_TIMEOUT]
 
 
-@nb.njit(**_JIT)
+@njit
 def missing_mask(I, now):
     """Bit ``s − 1`` set for every sensor slot ``s ≥ 1`` without a fresh sample at ``now``."""
     m = np.int64(0)
@@ -157,7 +156,7 @@ def missing_mask(I, now):
 
 
 # ============================================================================ the derivative filter
-@nb.njit(**_JIT)
+@njit
 def derivative_update(I, F, it, iready, ky, kprev, kx, n, t, Tc, max_gap):
     """One sample of the filtered derivative (:mod:`rbd_estimator.ros.filters`, whose docstring
     has the equations): ``x = F[kx:kx+n]`` stamped ``t`` (ns); state ``y = F[ky:]``,
@@ -185,7 +184,7 @@ def derivative_update(I, F, it, iready, ky, kprev, kx, n, t, Tc, max_gap):
 
 
 # ============================================================================ messages
-@nb.njit(**_JIT)
+@njit
 def _names_match(I, b, o):
     """Whether the joint-name sequence at ``o`` is byte for byte the cached one."""
     L = I[H_NAMES_LEN]
@@ -198,7 +197,7 @@ def _names_match(I, b, o):
     return True
 
 
-@nb.njit(**_JIT)
+@njit
 def joint_state(I, F, b, now):
     """``sensor_msgs/JointState``: names (cached layout), positions and velocities in message
     order (rad or m, rad/s or m/s) → q, q̇ in model order; the q̈ filter advances."""
@@ -244,7 +243,7 @@ def joint_state(I, F, b, now):
     return 1 if ready else 0
 
 
-@nb.njit(**_JIT)
+@njit
 def imu(I, F, b, s, now):
     """``sensor_msgs/Imu`` into slot ``s``: orientation (normalised; rejected unless its norm is
     within 1e-2 of 1), angular velocity (rad/s) and linear acceleration (m/s²), IMU frame; the ω̇
@@ -285,7 +284,7 @@ def imu(I, F, b, s, now):
     return 1 if ready else 0
 
 
-@nb.njit(**_JIT)
+@njit
 def wrench(I, F, b, s, now):
     """``geometry_msgs/WrenchStamped`` into force-torque slot ``s``: ``[fx, fy, fz, tx, ty, tz]``
     (N, N·m, sensor frame) as received, and corrected by the sensor's offset (reading − offset)."""
@@ -311,7 +310,7 @@ def wrench(I, F, b, s, now):
     return 1
 
 
-@nb.njit(**_JIT)
+@njit
 def load_cells(I, F, b, s, now):
     """``std_msgs/Float64MultiArray`` into load-cell slot ``s``: one force per cell (N), in the
     configured cell order. No stamp: freshness is the receipt time ``now``."""
@@ -347,7 +346,7 @@ def load_cells(I, F, b, s, now):
     return 1
 
 
-@nb.njit(**_JIT)
+@njit
 def ingest(I, F, b, s, now):
     """The message ``b`` (bytes of slot ``s``'s type) received at ``now`` (ns): see the module docstring."""
     kind = I[_slot(I, s) + S_KIND]
