@@ -66,10 +66,10 @@ def share_dir() -> str:
         return get_package_share_directory(PACKAGE)
     except Exception:  # noqa: BLE001 — not a ROS environment, or the package is not in its index
         pass
-    # <prefix>/lib/pythonX.Y/site-packages/rbd_estimator → <prefix>/share/rbd_estimator (pip, colcon before
-    # its setup files are sourced), then the interpreter's prefixes
-    up = os.path.normpath(os.path.join(source, "..", "..", "..", "..", "share", PACKAGE))
-    for d in [up] + [os.path.join(prefix, "share", PACKAGE) for prefix in (sys.prefix, sys.base_prefix)]:
+    # <prefix>/lib/pythonX.Y/site-packages → <prefix>/share/rbd_estimator (pip, colcon before
+    # its setup files are sourced), <target>/share/rbd_estimator (pip --target), then the interpreter's prefixes
+    up = [os.path.normpath(os.path.join(source, *[".."] * n, "share", PACKAGE)) for n in (3, 0)]
+    for d in up + [os.path.join(prefix, "share", PACKAGE) for prefix in (sys.prefix, sys.base_prefix)]:
         if os.path.isfile(os.path.join(d, "config", "humanoid.yaml")):
             return d
     raise ConfigError(f"cannot find share/{PACKAGE} (configs and URDFs): is the package installed?")
