@@ -4,6 +4,7 @@ import os
 from glob import glob
 
 from setuptools import find_packages, setup
+from setuptools.command.develop import develop as _develop
 from setuptools.command.install import install as _install
 
 package_name = 'rbd_estimator'
@@ -32,26 +33,42 @@ if files('urdf/*'):
 oracle = ['pin>=3.0']
 
 
+def warm_cache(lib_dir):
+    """Compile the kernels into the cache of the package installed in ``lib_dir``
+    (``rbd-estimator warm-cache``), so that the first configure loads machine code instead of
+    compiling it for half a minute. Best effort: skipped with a note where the package cannot run
+    yet (an isolated build environment without numpy/numba) or when RBD_ESTIMATOR_SKIP_WARM=1."""
+    if os.environ.get('RBD_ESTIMATOR_SKIP_WARM') == '1':
+        return
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [lib_dir] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]))
+    env.pop('RBD_ESTIMATOR_CACHE_DIR', None)
+    env['RBD_ESTIMATOR_SHARE_DIR'] = here         # configs and URDFs (not yet in place in a wheel build)
+    res = subprocess.run([sys.executable, '-m', 'rbd_estimator.warm'], env=env, cwd=lib_dir)
+    if res.returncode != 0:
+        print('rbd_estimator: the compiled-code cache was not pre-warmed; run `rbd-estimator warm-cache` '
+              'after installing (the first configure compiles otherwise)', file=sys.stderr)
+
+
 class install(_install):
-    """``install`` (colcon's ament_python build, ``pip install .``), then compile the kernels into
-    the installed package's cache (``rbd-estimator warm-cache``), so that the first configure
-    loads machine code instead of compiling it for half a minute. Best effort: skipped with a
-    note where the installed package cannot run yet (an isolated build environment without
-    numpy/numba) or when RBD_ESTIMATOR_SKIP_WARM=1."""
+    """``install`` (colcon build, ``pip install --no-build-isolation``, a wheel build), then
+    :func:`warm_cache` of the installed package."""
 
     def run(self):
         super().run()
-        if os.environ.get('RBD_ESTIMATOR_SKIP_WARM') == '1':
-            return
-        import subprocess
-        import sys
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [self.install_lib] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]))
-        env.pop('RBD_ESTIMATOR_CACHE_DIR', None)
-        res = subprocess.run([sys.executable, '-m', 'rbd_estimator.warm'], env=env, cwd=self.install_lib)
-        if res.returncode != 0:
-            print('rbd_estimator: the compiled-code cache was not pre-warmed; run `rbd-estimator warm-cache` '
-                  'after installing (the first configure compiles otherwise)', file=sys.stderr)
+        warm_cache(self.install_lib)
+
+
+class develop(_develop):
+    """``develop`` (``colcon build --symlink-install``), then :func:`warm_cache` of the sources."""
+
+    def run(self):
+        super().run()
+        if not self.uninstall:
+            warm_cache(here)
+
 
 setup(
     name=package_name,
@@ -71,7 +88,7 @@ setup(
         'replay': ['rosbags', 'matplotlib'],
         'test': oracle + ['pytest', 'example-robot-data', 'matplotlib', 'rosbags'],
     },
-    cmdclass={'install': install},
+    cmdclass={'install': install, 'develop': develop},
     zip_safe=False,
     maintainer='rbd_estimator maintainers',
     maintainer_email='maintainers@rbd-estimator.invalid',

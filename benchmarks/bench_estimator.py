@@ -27,12 +27,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test")]
 
 import pinocchio as pin  # noqa: E402
-from common import machine, median_us  # noqa: E402
+from common import machine, median_us, paired_median_us  # noqa: E402
 
 from groundtruth import GroundTruth  # noqa: E402
 from oracle import urdf_xml  # noqa: E402
 from rbd_estimator import RobotModel  # noqa: E402
-from rbd_estimator.estimation import Estimator, SensorConfig  # noqa: E402
+from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig  # noqa: E402
 
 ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
            "l_arm_ft_sensor", "r_arm_ft_sensor"]
@@ -62,8 +62,8 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"robot: iCub, {model.NB} bodies, {model.n_joints} joints, floating base; {generic.plan.summary()}")
     print(structured._structured.summary())
-    t_pin = median_us(lambda: pin.rnea(pm, pd, pq, pv, pa), args.calls)
-    t_str = median_us(lambda: structured.estimate(q, dq, ddq, imu=imu, ft=ft), args.calls)
+    t_pin, t_str = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pa),
+                                    lambda: structured.estimate(q, dq, ddq, imu=imu, ft=ft), args.calls)
     t_gen = median_us(lambda: generic.estimate(q, dq, ddq, imu=imu, ft=ft), max(500, args.calls // 5))
     diff = np.max(np.abs(structured.estimate(q, dq, ddq, imu=imu, ft=ft).tau
                          - generic.estimate(q, dq, ddq, imu=imu, ft=ft).tau))
@@ -73,6 +73,7 @@ def main() -> None:
     print(f"{'estimate() generic (KKT LU)':28s} {t_gen:10.2f} {t_gen / t_pin:8.2f}")
     print(f"structured vs generic: {t_gen / t_str:.1f}× faster; max |Δτ| = {diff:.2g} N·m")
 
+    input_forms(structured, inputs, t_pin, args.calls)
     shipped_robots(args.calls)
 
     tracemalloc.start()
@@ -87,6 +88,30 @@ def main() -> None:
           f"(traced {before} → {after} bytes, peak {peak} bytes)")
 
 
+def input_forms(est, inputs, t_pin: float, calls: int) -> None:
+    """``estimate()`` with each input form the README documents (same values): arrays go straight
+    to the compiled kernel, every other form is converted into the estimator's buffers first."""
+    q, dq, ddq, imu, ft = inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], np.asarray(inputs["ft"])
+    names = est.ft_names
+    forms = {
+        "float64 arrays": (q, dq, ddq, imu, ft),
+        "ft as {sensor: wrench}": (q, dq, ddq, imu, {n: ft[k] for k, n in enumerate(names)}),
+        "lists": (q.tolist(), dq.tolist(), ddq.tolist(), imu, ft.tolist()),
+        "float32 arrays": (q.astype(np.float32), dq.astype(np.float32), ddq.astype(np.float32), imu,
+                           ft.astype(np.float32)),
+        "strided views": (np.repeat(q, 2)[::2], np.repeat(dq, 2)[::2], np.repeat(ddq, 2)[::2], imu,
+                          np.repeat(ft, 2, axis=1)[:, ::2]),
+        "imu as a plain tuple": (q, dq, ddq, tuple(imu), ft),
+        "ImuSample from lists": (q, dq, ddq, ImuSample(*[None if x is None else list(x) for x in imu]), ft),
+    }
+    ref = est.estimate(*forms["float64 arrays"][:3], imu=imu, ft=ft).tau.copy()
+    print(f"{'input form (iCub)':28s} {'median µs':>10s} {'/ rnea':>8s}  max |Δτ| vs arrays")
+    for label, (a, b, c, i, f) in forms.items():
+        t = median_us(lambda: est.estimate(a, b, c, imu=i, ft=f), calls)
+        d = np.max(np.abs(est.estimate(a, b, c, imu=i, ft=f).tau - ref))
+        print(f"{label:28s} {t:10.2f} {t / t_pin:8.2f}  {d:.1e}")
+
+
 def shipped_robots(calls: int) -> None:
     """``estimate()`` of each shipped real-robot configuration against pinocchio's rnea of that robot."""
     from rbd_estimator import robots
@@ -99,8 +124,7 @@ def shipped_robots(calls: int) -> None:
         pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
         pd = pm.createData()
         pq, pv = pin.neutral(pm), np.zeros(pm.nv)
-        t_pin = median_us(lambda: pin.rnea(pm, pd, pq, pv, pv), calls)
-        t_est = median_us(lambda: est.estimate(**inputs), calls)
+        t_pin, t_est = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pv), lambda: est.estimate(**inputs), calls)
         print(f"{name:28s} {t_pin:10.2f} {t_est:12.2f} {t_est / t_pin:7.2f}  {est.plan.solver}")
 
 

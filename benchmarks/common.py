@@ -21,6 +21,15 @@ def median_us(fn, calls: int, warmup: int | None = None) -> float:
     return float(np.median(t) * 1e6)
 
 
+def paired_median_us(fn_ref, fn, calls: int, rounds: int = 7) -> tuple[float, float]:
+    """``(t_ref, t)``: medians of ``fn_ref()`` and ``fn()`` in µs, each the median over ``rounds``
+    interleaved rounds of ``calls // rounds`` calls, so that a burst of load on a shared machine
+    (seconds long) shifts one round of both, not the ratio."""
+    n = max(100, calls // rounds)
+    pairs = [(median_us(fn_ref, n), median_us(fn, n)) for _ in range(rounds)]
+    return float(np.median([a for a, _ in pairs])), float(np.median([b for _, b in pairs]))
+
+
 def machine() -> str:
     """CPU model, core count, OS and the versions of the numerical packages."""
     name = ""

@@ -56,8 +56,11 @@ def shipped(name: str) -> ShippedRobot:
 
 
 def share_dir() -> str:
-    """``share/rbd_estimator``: the source tree when running from it (editable install), else the
-    ament index in a ROS workspace, else the installation prefix (pip)."""
+    """``share/rbd_estimator``: ``$RBD_ESTIMATOR_SHARE_DIR`` when set (the install step's cache
+    warm-up, before the files are in place), the source tree when running from it (editable
+    install), else the ament index in a ROS workspace, else the installation prefix (pip)."""
+    if os.environ.get("RBD_ESTIMATOR_SHARE_DIR"):
+        return os.environ["RBD_ESTIMATOR_SHARE_DIR"]
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if os.path.isfile(os.path.join(source, "config", "humanoid.yaml")):
         return source

@@ -22,7 +22,7 @@ from test_estimator import icub_config, talos_config
 from trees import tree_urdf
 
 from rbd_estimator import ConfigError, RobotModel
-from rbd_estimator.estimation import Estimator, SensorConfig
+from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig
 
 CELLS = dict(positions_x=[0.05, 0.05, -0.03, -0.03], positions_y=[0.02, -0.02, 0.02, -0.02])
 BIPED = [-1, 0, 1, -1, 3, 4, -1, 6]          # two 3-link legs (FT sensor and sole on each foot), one 2-link arm
@@ -203,22 +203,73 @@ def test_qr_fallback_gives_the_normal_equations_solution(icub):
 
 
 # ---------------------------------------------------------------------------- inputs
-def test_fast_and_packed_input_paths_agree_bitwise(icub):
-    """Float64 arrays go straight to the compiled kernel; lists and dictionaries through
-    ``Estimator._pack``: the same numbers in, the same numbers out."""
+def _exceptions_raised(fn):
+    """The exception types raised (and maybe caught) in Python code while ``fn()`` runs."""
+    seen = []
+
+    def tracer(frame, event, arg):
+        if event == "exception":
+            seen.append(arg[0])
+        return tracer
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return seen
+
+
+def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(icub):
+    """Issue 12: arrays of any float dtype or layout, lists, dicts by sensor name, ``ImuSample``
+    from lists or a plain tuple: the same numbers in, bitwise the same numbers out, all through
+    the compiled kernel (``fallbacks`` counts the calls that were not) and never by a failed call
+    (no exception is raised on the way, not even a caught one)."""
     fast, _, gt = icub
     inputs, _ = gt.sample(np.random.default_rng(16))
+    q, dq, ddq, imu, ft = inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], inputs["ft"]
     fast.estimate(**inputs)
     direct = fast._out.copy()
+    names = fast.ft_names
+    forms = {
+        "lists": dict(q=list(q), dq=list(dq), ddq=ddq.tolist(), imu=imu, ft=[list(w) for w in ft]),
+        "ft dict": dict(inputs, ft={name: list(v) for name, v in zip(names, ft)}),
+        "strided": dict(inputs, q=np.stack([q, q], axis=1)[:, 0], ft=np.repeat(ft, 2, axis=1)[:, ::2]),
+        "Fortran ft": dict(inputs, ft=np.asfortranarray(ft)),
+        "imu tuple": dict(inputs, imu=tuple(imu)),
+        "ImuSample from lists": dict(inputs, imu=ImuSample(*[None if x is None else list(x) for x in imu])),
+    }
     n0 = fast._structured.fallbacks
-    as_lists = dict(q=list(inputs["q"]), dq=list(inputs["dq"]), ddq=list(inputs["ddq"]), imu=inputs["imu"],
-                    ft={name: list(v) for name, v in zip(fast.ft_names, inputs["ft"])})
-    fast.estimate(**as_lists)
-    assert fast._structured.fallbacks == n0 + 1
-    np.testing.assert_array_equal(fast._out, direct)
-    strided = np.stack([inputs["q"], inputs["q"]], axis=1)[:, 0]          # a non-contiguous view
-    fast.estimate(**dict(inputs, q=strided))
-    np.testing.assert_array_equal(fast._out, direct)
+    for label, kw in forms.items():
+        raised = _exceptions_raised(lambda: fast.estimate(**kw))
+        assert raised == [], f"{label}: {raised}"
+        np.testing.assert_array_equal(fast._out, direct, err_msg=label)
+    # float32 arrays: the estimate of the float64 values they hold
+    f32 = {k: np.asarray(v, dtype=np.float32) for k, v in dict(q=q, dq=dq, ddq=ddq, ft=ft).items()}
+    fast.estimate(**{k: v.astype(np.float64) for k, v in f32.items()}, imu=imu)
+    expected = fast._out.copy()
+    assert _exceptions_raised(lambda: fast.estimate(**f32, imu=imu)) == []
+    np.testing.assert_array_equal(fast._out, expected)
+    assert fast._structured.fallbacks == n0
+
+
+def test_joint_torques_by_name_or_sequence():
+    """Joint-torque readings as an array, a list or ``{joint: τ}`` give the same estimate."""
+    xml = urdf_xml("talos")
+    model = RobotModel.from_urdf(xml, floating_base=False)
+    joints = model.joint_names[:4]
+    est = Estimator(model, SensorConfig.from_dict(dict(floating_base=False, joint_torque_sensors=joints)))
+    assert est._structured is not None
+    rng = np.random.default_rng(3)
+    n = model.n_joints
+    q, dq, ddq, tau = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n), rng.normal(size=4)
+    ref = est.estimate(q, dq, ddq, joint_torques=tau).tau.copy()
+    n0 = est._structured.fallbacks
+    for jt in (list(tau), {j: t for j, t in zip(joints, tau)}, tau.astype(np.float32).astype(np.float64)):
+        assert _exceptions_raised(lambda: est.estimate(q, dq, ddq, joint_torques=jt)) == []
+        np.testing.assert_array_equal(est.result.tau, ref)
+    assert est._structured.fallbacks == n0
+    with pytest.raises(ValueError, match="joint_torques"):
+        est.estimate(q, dq, ddq, joint_torques=tau[:3])
 
 
 def test_bad_inputs_raise_the_generic_errors(icub):

@@ -26,14 +26,39 @@ from .sparse_lu import gather, lu_solve, numeric_lu
 from ..jit import njit
 
 
-class ImuSample(NamedTuple):
-    """One IMU reading (``sensor_msgs/Imu`` conventions): orientation of the IMU frame in a z-up
-    world ``[x, y, z, w]``; angular velocity (rad/s) and proper linear acceleration (m/s², reads
-    +g upward at rest) in the IMU frame; optional angular acceleration (rad/s²)."""
+class _ImuFields(NamedTuple):
     orientation: np.ndarray
     angular_velocity: np.ndarray
     linear_acceleration: np.ndarray
     angular_acceleration: np.ndarray | None = None
+
+
+class ImuSample(_ImuFields):
+    """One IMU reading (``sensor_msgs/Imu`` conventions): orientation of the IMU frame in a z-up
+    world ``[x, y, z, w]``; angular velocity (rad/s) and proper linear acceleration (m/s², reads
+    +g upward at rest) in the IMU frame; optional angular acceleration (rad/s²).
+
+    The fields are made float64 arrays when the sample is built (lists, other dtypes and strided
+    views are converted; float64 contiguous arrays are kept as they are, not copied), so that
+    :meth:`Estimator.estimate` hands them to its kernel without a per-tick check."""
+    __slots__ = ()
+
+    def __new__(cls, orientation, angular_velocity, linear_acceleration, angular_acceleration=None):
+        return super().__new__(cls, _field(orientation, "orientation"), _field(angular_velocity, "angular_velocity"),
+                               _field(linear_acceleration, "linear_acceleration"),
+                               None if angular_acceleration is None else
+                               _field(angular_acceleration, "angular_acceleration"))
+
+    @classmethod
+    def _make(cls, iterable):
+        return cls(*iterable)
+
+
+def _field(x, name) -> np.ndarray:
+    try:
+        return np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"imu.{name}: not an array of numbers ({exc})") from None
 
 
 class Estimate:
@@ -238,16 +263,29 @@ class Estimator:
         self._Ax = np.zeros(len(self._Ai))
         self._Lx, self._Ux = np.zeros(len(self._Li)), np.zeros(len(self._Ui))
         self._w = np.zeros(self._N)
-        self._x = np.zeros(self._N)
-        self._out = np.zeros(self._n_out)
-        self._imu_buf = np.zeros(13)
+        self._state_buffers()
         self._ft_buf = np.zeros(6 * len(self.config.ft_sensors))
         self._cells_buf = np.zeros(lay.n_rsrc - lay.r_cells - len(self.config.joint_torque_sensors))
         self._jt_buf = np.zeros(len(self.config.joint_torque_sensors))
         self._ext_buf = np.zeros(6 * len(self.config.external_wrenches))
-        self._info = np.zeros(4)
         self.pivot_fallbacks = 0
         self.result = Estimate(self, self._out, self._x)
+
+    def state_offsets(self) -> dict:
+        """Offsets in :attr:`_state` of ``x`` (SX), the IMU sample (SIMU), ``out`` (SOUT) and
+        ``info`` (SINFO); ``E`` and ``V`` come first (``9·NB`` and ``6·NB`` values)."""
+        sx = 15 * self.model.NB
+        return dict(SX=sx, SIMU=sx + self._N, SOUT=sx + self._N + 13, SINFO=sx + self._N + 13 + self._n_out)
+
+    def _state_buffers(self):
+        """``_E`` (NB, 3, 3), ``_v`` (NB, 6), ``_x`` (N), ``_imu_buf`` (13), ``_out``, ``_info`` (4):
+        views of one buffer ``_state``, which the structured kernel takes as one argument."""
+        NB, o = self.model.NB, self.state_offsets()
+        self._state = S = np.zeros(o["SINFO"] + 4)
+        S[:9 * NB], S[9 * NB:15 * NB] = self._E.ravel(), self._v.ravel()
+        self._E, self._v = S[:9 * NB].reshape(NB, 3, 3), S[9 * NB:15 * NB].reshape(NB, 6)
+        self._x, self._imu_buf = S[o["SX"]:o["SIMU"]], S[o["SIMU"]:o["SOUT"]]
+        self._out, self._info = S[o["SOUT"]:o["SINFO"]], S[o["SINFO"]:]
 
     @property
     def _plan_src(self):
@@ -270,7 +308,7 @@ class Estimator:
         ``(n, 6)`` array, each in its frame. Raises ``ValueError`` naming the
         input when one is missing, has the wrong shape or is not finite; nothing is computed then.
         """
-        if self._structured is not None:        # packs (fast path for arrays) and solves
+        if self._structured is not None:        # arrays straight to the kernel, other forms converted first
             status = self._structured.estimate(q, dq, ddq, imu, ft, load_cells, joint_torques)
         else:
             self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques, external_wrenches)

@@ -54,7 +54,13 @@ from ..errors import ConfigError
 from ..model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
 from .checks import first_non_finite
 from .layout import motion_axes
-from ..jit import njit
+from ..jit import njit as _njit
+
+_FAST = {'contract', 'reassoc', 'nsz', 'arcp'}
+
+
+def njit(first=None, **options):
+    return _njit(first, fastmath=_FAST, **options)
 
 
 # ---------------------------------------------------------------------------- packed layout
@@ -62,6 +68,8 @@ from ..jit import njit
 _NAMES = (
     # sizes and flags
     "NB FLOAT NJ NH NC MS MSC NOBS NGRP NPAIR NCP NPOSE NCHAIN IMUB RED NOUTM NMSRC NSEL NFT NCELLS NJT "
+    # offsets in the estimator's state buffer S = [E, V, x, IMU sample, out, info]
+    "SX SIMU SOUT SINFO "
     # int arrays
     "PAR JT QIX CHAIN POSE CBODY CK CHOFF CXB GRP PAIR CPATH GP GI RP RI CP CI CRP CRI CLO CHI OLO OHI OP OI "
     "TSEL KSEL SOLC EYET "
@@ -71,7 +79,7 @@ _NAMES = (
     "WR WA WF WIC WRP WP WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WTMP WQR WU"
 ).split()
 (H_NB, H_FLOAT, H_NJ, H_NH, H_NC, H_MS, H_MSC, H_NOBS, H_NGRP, H_NPAIR, H_NCP, H_NPOSE, H_NCHAIN, H_IMUB, H_RED,
- H_NOUTM, H_NMSRC, H_NSEL, H_NFT, H_NCELLS, H_NJT,
+ H_NOUTM, H_NMSRC, H_NSEL, H_NFT, H_NCELLS, H_NJT, H_SX, H_SIMU, H_SOUT, H_SINFO,
  H_PAR, H_JT, H_QIX, H_CHAIN, H_POSE, H_CBODY, H_CK, H_CHOFF, H_CXB, H_GRP, H_PAIR, H_CPATH, H_GP, H_GI, H_RP,
  H_RI, H_CP, H_CI, H_CRP, H_CRI, H_CLO, H_CHI, H_OLO, H_OHI, H_OP, H_OI, H_TSEL, H_KSEL, H_SOLC, H_EYET,
  H_ET, H_RT, H_AX, H_S, H_I, H_ABC, H_XB, H_GX, H_RX, H_CX, H_CRX, H_OX, H_IMUE, H_IMUR, H_AG,
@@ -120,6 +128,11 @@ def revolute_abc(axis: np.ndarray, E_tree: np.ndarray) -> np.ndarray:
     return np.concatenate([((np.eye(3) - aa) @ E_tree).ravel(), (-ax @ E_tree).ravel(), (aa @ E_tree).ravel()])
 
 
+def _as_float64(x) -> np.ndarray:
+    """``x`` itself when it is a float64 array (any layout), else converted."""
+    return x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, dtype=np.float64)
+
+
 class StructuredSolver:
     """The structured solver of one :class:`~.estimator.Estimator` (see the module docstring).
 
@@ -140,73 +153,111 @@ class StructuredSolver:
         self._z4, self._z3 = np.zeros(4), np.zeros(3)
         self._ft0, self._z0 = np.zeros((0, 6)), np.zeros(0)
         self.fallbacks = 0
+        self._converting = False
+        self._ft_in = np.zeros((self._n_ft, 6))
+        b = est._imu_buf
+        self._imu_views, self._ft_matrix = (b[0:4], b[4:7], b[7:10], b[10:13]), est._ft_buf.reshape(-1, 6)
         self.kernel = compiled_tick()
-        self._call = self._direct_call()
+        self.estimate = self._direct_call()
 
-    def estimate(self, q, dq, ddq, imu, ft, load_cells, joint_torques) -> int:
-        """Pack and solve one sample (see :meth:`Estimator.estimate`); returns the tick status.
-        Float64 C-contiguous arrays of the right shapes go straight to the compiled kernel;
-        anything else (lists, dictionaries, load cells, wrong shapes) goes through
-        ``Estimator._pack``, which converts or raises the same errors as the generic path."""
-        e = self._est
-        if self._fast and (imu is not None or not self._has_imu):
-            try:
-                status = self._call(q, dq, ddq, imu, ft, joint_torques)
-            except (TypeError, IndexError, KeyError):
-                status = 3
-            if status != 3:
-                e._q, e._dq, e._ddq = q, dq, ddq
-                return status
+    def packed(self, q, dq, ddq, imu, ft, load_cells, joint_torques) -> int:
+        """The inputs the kernel does not take as they are: converted (:meth:`_convert`: lists,
+        other dtypes, strided arrays, dicts by sensor name, IMU tuples; a few µs) and solved by
+        the kernel; load cells, or inputs that do not convert or have the wrong shape, go through
+        ``Estimator._pack``, which raises ``ValueError`` naming the wrong input. Returns the status."""
+        if self._fast and load_cells is None and not self._converting:
+            converted = self._convert(q, dq, ddq, imu, ft, joint_torques)
+            if converted is not None:
+                self._converting = True
+                try:
+                    return self.estimate(*converted)
+                finally:
+                    self._converting = False
         if self._fast:
             self.fallbacks += 1
-        e._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
+        self._est._pack(q, dq, ddq, imu, ft, load_cells, joint_torques)
         return self.tick()
 
+    def _convert(self, q, dq, ddq, imu, ft, jt):
+        """The inputs as the kernel's types (float64 arrays, ``ft`` C-contiguous ``(n, 6)``, an
+        :class:`~.estimator.ImuSample`), copied into preallocated buffers where a copy is needed;
+        None when an input does not convert (its error is then reported by ``Estimator._pack``)."""
+        from .estimator import ImuSample
+        f = _as_float64
+        try:
+            q, dq, ddq = f(q), f(dq), f(ddq)
+            if self._has_imu and type(imu) is not ImuSample and imu is not None:
+                imu = ImuSample(*imu)
+            if self._n_jt:
+                cfg = self._est.config
+                jt = f([jt[j] for j in cfg.joint_torque_sensors] if isinstance(jt, dict) else jt)
+            if self._n_ft:
+                if isinstance(ft, dict):
+                    buf = self._ft_in
+                    for k, name in enumerate(self._est.ft_names):
+                        buf[k] = ft[name]
+                    ft = buf
+                else:
+                    ft = np.ascontiguousarray(ft, dtype=np.float64)
+        except (TypeError, ValueError, KeyError, IndexError):
+            return None
+        return q, dq, ddq, imu, ft, None, jt
+
     def arguments(self, q, dq, ddq, imu, ft, cells, joint_torques) -> tuple:
-        """The kernel's arguments for these inputs (float64 C-contiguous arrays of the right shapes;
-        ``imu`` an :class:`~.estimator.ImuSample` when the configuration has an IMU; ``ft``,
-        ``cells``, ``joint_torques`` as the estimator's configuration orders them)."""
+        """The kernel's arguments for these inputs (float64 arrays of the right shapes, ``ft``
+        C-contiguous; ``imu`` an :class:`~.estimator.ImuSample` when the configuration has an IMU;
+        ``ft``, ``cells``, ``joint_torques`` as the estimator's configuration orders them)."""
         e = self._est
         if self._has_imu:
             iq, iw, ia = imu[0], imu[1], imu[2]
             ial = imu[3] if self._alpha else self._z3
         else:
             iq, iw, ia, ial = self._z4, self._z3, self._z3, self._z3
-        return (self.ip, self.fp, self.w, e._E, e._v, e._x, q, dq, ddq, iq, iw, ia, ial,
-                ft if self._n_ft else self._ft0, cells, joint_torques if self._n_jt else self._z0,
-                e._imu_buf, e._out, e._info)
+        return (self.ip, self.fp, self.w, e._state, q, dq, ddq, iq, iw, ia, ial,
+                ft if self._n_ft else self._ft0, cells, joint_torques if self._n_jt else self._z0)
 
     def _direct_call(self):
-        """``call(q, dq, ddq, imu, ft, joint_torques) → status``: :meth:`arguments` (no load
-        cells) with the constant arguments bound once, so that the tick's Python overhead — part of
-        the per-estimate budget on small robots — is one call."""
-        e, kernel = self._est, self.kernel
-        ip, fp, w, E, V, x, imu_buf, out, info = self.ip, self.fp, self.w, e._E, e._v, e._x, e._imu_buf, e._out, e._info
+        """``estimate(q, dq, ddq, imu, ft, load_cells, joint_torques) → status``, the per-tick
+        entry (see :meth:`Estimator.estimate`): inputs the kernel takes as they are — float64
+        arrays of any layout (``ft`` C-contiguous), an :class:`~.estimator.ImuSample` (whose
+        fields are float64 arrays) — go straight to the kernel with its constant arguments bound
+        once; anything else is converted first (:meth:`packed`). The test is a few type checks in
+        Python, never a failed call (numba's failed dispatch costs ~300 µs)."""
+        from .estimator import ImuSample
+        e, kernel, packed = self._est, self.kernel, self.packed
+        ip, fp, w, S = self.ip, self.fp, self.w, e._state
         z0, z3, z4, ft0 = self._z0, self._z3, self._z4, self._ft0
-        n_ft, n_jt = self._n_ft, self._n_jt
-        if not self._has_imu:
-            def call(q, dq, ddq, imu, ft, jt):
-                return kernel(ip, fp, w, E, V, x, q, dq, ddq, z4, z3, z3, z3, ft if n_ft else ft0, z0,
-                              jt if n_jt else z0, imu_buf, out, info)
-        elif self._alpha:
-            def call(q, dq, ddq, imu, ft, jt):
-                return kernel(ip, fp, w, E, V, x, q, dq, ddq, imu[0], imu[1], imu[2], imu[3],
-                              ft if n_ft else ft0, z0, jt if n_jt else z0, imu_buf, out, info)
-        else:
-            def call(q, dq, ddq, imu, ft, jt):
-                return kernel(ip, fp, w, E, V, x, q, dq, ddq, imu[0], imu[1], imu[2], z3,
-                              ft if n_ft else ft0, z0, jt if n_jt else z0, imu_buf, out, info)
-        return call
+        nd, f64 = np.ndarray, np.dtype(np.float64)
+        fast, has_imu, alpha, has_ft, has_jt = self._fast, self._has_imu, self._alpha, self._n_ft > 0, self._n_jt > 0
+
+        def estimate(q, dq, ddq, imu, ft, cells, jt):
+            if (fast and cells is None and type(q) is nd and type(dq) is nd and type(ddq) is nd
+                    and q.dtype is f64 and dq.dtype is f64 and ddq.dtype is f64
+                    and (not has_imu or (type(imu) is ImuSample and (not alpha or imu[3] is not None)))
+                    and (not has_jt or (type(jt) is nd and jt.dtype is f64))
+                    and (not has_ft or (type(ft) is nd and ft.dtype is f64 and ft.flags.c_contiguous))):
+                try:
+                    if has_imu:
+                        status = kernel(ip, fp, w, S, q, dq, ddq, imu[0], imu[1], imu[2], imu[3] if alpha else z3,
+                                        ft if has_ft else ft0, z0, jt if has_jt else z0)
+                    else:
+                        status = kernel(ip, fp, w, S, q, dq, ddq, z4, z3, z3, z3, ft if has_ft else ft0, z0,
+                                        jt if has_jt else z0)
+                except TypeError:           # an array of the wrong dimension: packed() names it
+                    status = 3
+                if status != 3:
+                    e._q, e._dq, e._ddq = q, dq, ddq
+                    return status
+            return packed(q, dq, ddq, imu, ft, cells, jt)
+        return estimate
 
     def tick(self) -> int:
         """One estimate from the estimator's packed buffers (``_q, _dq, _ddq, _imu_buf, _ft_buf,
         _cells_buf, _jt_buf``) into ``_out``: 0, 1 (non-finite input), 2 (singular state)."""
         e = self._est
-        b = e._imu_buf
-        c = lambda x: np.require(x, np.float64, ("C", "W"))  # noqa: E731
-        return self.kernel(self.ip, self.fp, self.w, e._E, e._v, e._x, c(e._q), c(e._dq), c(e._ddq),
-                           b[0:4], b[4:7], b[7:10], b[10:13], e._ft_buf.reshape(-1, 6), e._cells_buf,
-                           e._jt_buf, b, e._out, e._info)
+        b = self._imu_views                                   # (the kernel copies the sample onto itself)
+        return self.kernel(self.ip, self.fp, self.w, e._state, e._q, e._dq, e._ddq, b[0], b[1], b[2], b[3],
+                           self._ft_matrix, e._cells_buf, e._jt_buf)
 
     def summary(self) -> str:
         return (f"structured solver: {self.n_z} unknowns after the tree elimination "
@@ -513,7 +564,7 @@ def _build(est) -> StructuredSolver:
     counts = dict(NB=NB, FLOAT=int(floating), NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(groups),
                   NPAIR=len(pairs), NCP=len(cpath), NPOSE=len(pose), NCHAIN=len(chain), IMUB=imub,
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NFT=len(cfg.ft_sensors),
-                  NCELLS=n_cells, NJT=n_jt)
+                  NCELLS=n_cells, NJT=n_jt, **est.state_offsets())
     for d in (counts, i_off, f_off, w_off):
         for k, v in d.items():
             ip[_H[k]] = v
@@ -1260,22 +1311,25 @@ def _residual(ip, fp, w, out):
 
 
 _A1, _A2, _A3 = nbt.float64[::1], nbt.float64[:, ::1], nbt.float64[:, :, ::1]
-_SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _A1, _A3, _A2, _A1, _A1, _A1, _A1, _A1, _A1, _A1, _A1, _A2, _A1, _A1,
-                       _A1, _A1, _A1)
+_IN = nbt.float64[:]            # inputs: float64 vectors of any layout
+_SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _A1, _A1, _IN, _IN, _IN, _IN, _IN, _IN, _IN, _A2, _IN, _IN)
 
 
-def structured_tick(ip, fp, w, E3, V2, xsol, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, cells, jtau, imu_buf,
-                    out, info):
-    """One estimate (module docstring). ``E3``/``V2``: the estimator's ``(NB, 3, 3)`` rotations and
-    ``(NB, 6)`` velocities (filled as its kinematics fills them); ``xsol``: the generic solution
-    vector, whose ``a_0`` entries are set for ``Estimate.base_acceleration``; ``imu_buf``
-    receives the IMU sample. Returns 0; 1 for a non-finite input (``info[0]`` which, ``info[1]``
+def structured_tick(ip, fp, w, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, cells, jtau):
+    """One estimate (module docstring). ``S``: the estimator's state buffer (``Estimator._state``),
+    which holds its ``(NB, 3, 3)`` rotations ``E`` and ``(NB, 6)`` velocities ``V`` (filled as its
+    kinematics fills them), the generic solution vector ``xsol`` (whose ``a_0`` entries are set for
+    ``Estimate.base_acceleration``), the IMU sample ``imu_buf``, the outputs ``out`` and ``info``
+    (one array instead of six: each array argument costs the call ~50 ns). Returns 0; 1 for a non-finite input (``info[0]`` which, ``info[1]``
     index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio); 3 for an
     input of the wrong size (nothing computed). Compiled by :func:`compiled_tick`."""
     NB, NJ, NH, MS = ip[H_NB], ip[H_NJ], ip[H_NH], ip[H_MS]
+    E, V = S[0:9 * NB], S[9 * NB:15 * NB]
+    xsol, imu_buf = S[ip[H_SX]:ip[H_SIMU]], S[ip[H_SIMU]:ip[H_SIMU] + 13]
+    out, info = S[ip[H_SOUT]:ip[H_SINFO]], S[ip[H_SINFO]:ip[H_SINFO] + 4]
     if (q.shape[0] != NJ or dq.shape[0] != NJ or ddq.shape[0] != NJ or imu_q.shape[0] != 4 or imu_w.shape[0] != 3
             or imu_a.shape[0] != 3 or imu_al.shape[0] != 3 or ft.shape[0] != ip[H_NFT] or ft.shape[1] != 6
-            or cells.shape[0] != ip[H_NCELLS] or jtau.shape[0] != ip[H_NJT] or imu_buf.shape[0] != 13):
+            or cells.shape[0] != ip[H_NCELLS] or jtau.shape[0] != ip[H_NJT]):
         return 3
     for k in range(4):
         imu_buf[_u(k)] = imu_q[_u(k)]
@@ -1284,10 +1338,15 @@ def structured_tick(ip, fp, w, E3, V2, xsol, q, dq, ddq, imu_q, imu_w, imu_a, im
         imu_buf[_u(7 + k)] = imu_a[_u(k)]
         imu_buf[_u(10 + k)] = imu_al[_u(k)]
     # ---- inputs must be finite (same codes as the generic tick)
-    if first_non_finite((q, dq, ddq, imu_buf, ft.reshape(ft.shape[0] * 6), cells, jtau), info):
+    # (the generic tick's numbering of the inputs: q, dq, ddq, imu, ft, cells, τ → info[0] = 1…7)
+    if first_non_finite((q, dq, ddq), info):
         return 1
-    E = E3.reshape(NB * 9)
-    V = V2.reshape(NB * 6)
+    if first_non_finite((imu_buf, ft.reshape(ft.shape[0] * 6)), info):
+        info[0] += 3
+        return 1
+    if first_non_finite((cells, jtau), info):
+        info[0] += 5
+        return 1
     floating = ip[H_FLOAT]
     w_tmp, w_ms = ip[H_WTMP], ip[H_WMS]
 

@@ -295,7 +295,10 @@ def run_node_and_publish(xml: str, params_file: str, rec, rate: float, overrides
     client = None
     try:
         client = Client(ns, rec.joint_names, rec.ft_names, rec.contact_names)
-        out(f"starting the node ({ns}/rbd_estimator; log: {proc.log_path}) and configuring it ...")
+        out(f"starting the node ({ns}/rbd_estimator; log: {proc.log_path}) ...")
+        t0 = time.monotonic()
+        client.state()                                  # the node process is up and discovered
+        out(f"  node up in {time.monotonic() - t0:.1f} s; configuring it ...")
         t0 = time.monotonic()
         if not client.transition("configure"):
             raise RuntimeError("configure failed:\n" + proc.log_tail())
