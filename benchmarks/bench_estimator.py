@@ -116,12 +116,13 @@ def shipped_robots(calls: int) -> None:
     """``estimate()`` of each shipped real-robot configuration against pinocchio's rnea of that robot."""
     from rbd_estimator import robots
     print(f"{'shipped robot':28s} {'rnea µs':>10s} {'estimate µs':>12s} {'ratio':>7s}  tick path")
-    for name in ("icub", "talos", "go2", "g1"):
+    for name in robots.SHIPPED:
         with open(robots.urdf_file(name), encoding="utf-8") as fh:
             xml = fh.read()
         est = Estimator.from_urdf(xml, SensorConfig.from_yaml(robots.params_file(name)))
         inputs, _ = GroundTruth(xml, est).sample(np.random.default_rng(0))
-        pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
+        pm = (pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if est.config.floating_base
+              else pin.buildModelFromXML(xml))
         pd = pm.createData()
         pq, pv = pin.neutral(pm), np.zeros(pm.nv)
         t_pin, t_est = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pv), lambda: est.estimate(**inputs), calls)
