@@ -7,8 +7,9 @@ instead of compiling it (issue 14):
 
 * the cache of each source file lives under one root, in a sub-folder named after the file's
   folder inside the package (``estimation/``, ``ros/``, …), so a cache made for one installation
-  serves every copy of the same sources; its freshness stamp is the SHA-256 of the source file
-  (not its modification time, which installers reset);
+  serves every copy of the same sources; its freshness stamp is the SHA-256 of all the package's
+  source files (not a modification time, which installers reset; and not the kernel's own file
+  alone, since a kernel's machine code includes the kernels it calls from other files);
 * the root is ``$RBD_ESTIMATOR_CACHE_DIR`` when set; else ``<package>/_jit_cache`` when it can be
   written (source trees, colcon and pip installs made by their user); else a per-user folder
   (``$XDG_CACHE_HOME/rbd_estimator/jit``, default ``~/.cache/rbd_estimator/jit``) that is first
@@ -84,7 +85,7 @@ if _Base is not None:
             self._cache_path = os.path.normpath(os.path.join(cache_root(), rel))
 
         def get_source_stamp(self):
-            return _source_hash(self._py_file)
+            return _sources_hash()
 
         @classmethod
         def from_function(cls, py_func, py_file):
@@ -99,9 +100,19 @@ if _Base is not None:
 
 
 @functools.lru_cache(maxsize=None)
-def _source_hash(path: str) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
+def _sources_hash() -> str:
+    """SHA-256 of every source file of the package: a kernel's machine code includes the kernels
+    it calls, which may live in other files, so an entry is fresh only for the same sources."""
+    h = hashlib.sha256()
+    for base, dirs, files in os.walk(PACKAGE_DIR):
+        dirs[:] = sorted(d for d in dirs if d not in ("_jit_cache", "__pycache__"))
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = os.path.join(base, f)
+                h.update(os.path.relpath(path, PACKAGE_DIR).encode())
+                with open(path, "rb") as fh:
+                    h.update(fh.read())
+    return h.hexdigest()
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from rbd_estimator import ConfigError
 from rbd_estimator.dynamics.ce_rnea import ce_rnea
 from rbd_estimator.estimation import Estimator, SensorConfig
 from rbd_estimator.estimation.loops import LoopEstimator
-from rbd_estimator.dynamics.loop_constraints import spanning_state
+from rbd_estimator.model.loop_closure import spanning_state
 from rbd_estimator.model.loops import ExplicitLoop, FourBar, LoopConfig
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

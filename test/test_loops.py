@@ -28,7 +28,7 @@ from rbd_estimator.dynamics.ce_aba import ce_aba  # noqa: E402
 from rbd_estimator.dynamics.ce_rnea import ce_crba, ce_rnea  # noqa: E402
 from rbd_estimator.dynamics.clusters import (cluster_joint, force_propagator, force_subspaces,  # noqa: E402
                                              output_transforms, propagator, tree_transforms)
-from rbd_estimator.dynamics.loop_constraints import (LoopClosureError, cluster_constraint,  # noqa: E402
+from rbd_estimator.model.loop_closure import (LoopClosureError, cluster_constraint,  # noqa: E402
                                                      spanning_state)
 from rbd_estimator.model.clusters import ClusterTree  # noqa: E402
 from rbd_estimator.model.loops import ExplicitLoop, LinkAndRotor, LoopConfig  # noqa: E402

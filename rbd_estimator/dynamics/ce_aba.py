@@ -13,7 +13,7 @@ import numpy as np
 from ..model.clusters import ClusterTree
 from .clusters import bias_force, cluster_inertia, cluster_joint, stack_external_forces
 from .kinematics import external_forces, gravity_acceleration
-from .loop_constraints import cluster_position
+from ..model.loop_closure import cluster_position
 
 __all__ = ["ce_aba", "STATES"]
 

@@ -15,7 +15,7 @@ from ..model.clusters import ClusterTree
 from .ce_aba import _check, _spanning_state
 from .clusters import bias_force, cluster_inertia, cluster_joint, stack_external_forces
 from .kinematics import external_forces, gravity_acceleration
-from .loop_constraints import cluster_position
+from ..model.loop_closure import cluster_position
 
 __all__ = ["ce_rnea", "ce_rnea_full", "ce_crba"]
 

@@ -26,7 +26,7 @@ import numpy as np
 from ..model.clusters import ClusterTree
 from ..spatial import crf, crm
 from .kinematics import joint_transform, motion_subspace
-from .loop_constraints import cluster_constraint
+from ..model.loop_closure import cluster_constraint
 
 __all__ = ["ClusterJoint", "cluster_joint", "tree_transforms", "propagator", "force_propagator",
            "output_transforms", "cluster_transform", "stacked_subspace", "cluster_inertia", "bias_force",

@@ -339,27 +339,14 @@ class _Problem:
             if cfg.imu is None:
                 raise ConfigError("calibration: imu_angular_acceleration needs an IMU in the configuration")
             cfg = replace(cfg, imu=replace(cfg.imu, use_angular_acceleration=bool(imu_angular_acceleration)))
-        if isinstance(contacts, str):
-            contacts = (contacts,)
-        contacts = tuple(contacts)
-        for c in contacts:
-            if c not in est.contact_names:
-                raise ConfigError(f"calibration contact '{c}' is not a configured contact "
-                                  f"(contacts: {', '.join(est.contact_names) or 'none'})")
+        contacts = _configured(contacts, est.contact_names, "contact", "contact", "contacts")
         if len(set(contacts)) != len(contacts):
             raise ConfigError(f"calibration contacts list a contact twice: {list(contacts)}")
         if fixture == "auto":
             fixture = m.root_link if (m.floating_base and not contacts) else None
         self.contacts, self.fixture = contacts, fixture
-        if sensors is None:
-            sensors = est.ft_names
-        elif isinstance(sensors, str):
-            sensors = (sensors,)
-        sensors = tuple(sensors)
-        for s in sensors:
-            if s not in est.ft_names:
-                raise ConfigError(f"calibration sensor '{s}' is not a configured force-torque sensor "
-                                  f"(ft_sensors: {', '.join(est.ft_names) or 'none'})")
+        sensors = _configured(est.ft_names if sensors is None else sensors, est.ft_names, "sensor",
+                              "force-torque sensor", "ft_sensors")
         if not sensors:
             raise ConfigError("calibration: no force-torque sensor to calibrate")
         self.sensors = sensors
@@ -529,3 +516,14 @@ def _wrench(w, name) -> np.ndarray:
     if a.shape != (6,):
         raise ValueError(f"{name}: expected 6 values [fx, fy, fz, tx, ty, tz], got shape {a.shape}")
     return a
+
+
+def _configured(given, configured, what: str, kind: str, parameter: str) -> tuple:
+    """``given`` (one name or several) as a tuple of names, each among ``configured``, else
+    ``ConfigError`` naming it and listing the ``parameter`` it must come from."""
+    names = (given,) if isinstance(given, str) else tuple(given)
+    for n in names:
+        if n not in configured:
+            raise ConfigError(f"calibration {what} '{n}' is not a configured {kind} "
+                              f"({parameter}: {', '.join(configured) or 'none'})")
+    return names

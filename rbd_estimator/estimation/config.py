@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from ..errors import ConfigError
+from ..yaml_file import read_yaml
 
 CONTACT_TYPES = ("full_wrench", "point_force", "slippery")
 FT_FRAMES = ("child", "parent", "sensor")
@@ -184,18 +185,6 @@ class SensorConfig:
 
 
 # ---------------------------------------------------------------------------- parameter files
-def read_yaml(path, error: type, what: str):
-    """The YAML document at ``path``; ``error(...)`` naming the file when it cannot be read."""
-    import yaml
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
-    except OSError as exc:
-        raise error(f"cannot read {what} '{path}': {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise error(f"{what} '{path}' is not valid YAML: {exc}") from exc
-
-
 def ros_parameters(doc, node_name: str | None, source: str) -> dict:
     """The ``ros__parameters`` dictionary of a ROS 2 parameter file's document."""
     if not isinstance(doc, dict) or not doc:

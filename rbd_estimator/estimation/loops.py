@@ -26,9 +26,9 @@ buffers, with no Python loop over bodies or clusters.
 Four-bars and :class:`~rbd_estimator.model.loops.ExplicitLoop` (with ``gamma``) are supported at a
 per-tick cost: for every cluster holding such a loop (and only those), the tick closes the loop
 (``γ`` by Newton with continuation as in
-:func:`~rbd_estimator.dynamics.loop_constraints.spanning_state`, but from the previous tick's
+:func:`~rbd_estimator.model.loop_closure.spanning_state`, but from the previous tick's
 assembly rather than the reference one; from the reference again if that fails), evaluates
-``G_k(q)``, ``g_k(q, q̇)`` (:func:`~rbd_estimator.dynamics.loop_constraints.cluster_constraint`)
+``G_k(q)``, ``g_k(q, q̇)`` (:func:`~rbd_estimator.model.loop_closure.cluster_constraint`)
 in Python, patches those blocks of ``G`` and adds ``g_k`` to ``q̈``. This costs ~1–2 ms per
 four-bar cluster between nearby ticks (a few Newton iterations of ~0.2 ms each; more after a jump
 of the input, continued in steps of 0.2 rad), against ~15 µs for the whole tree tick of the
@@ -239,7 +239,7 @@ class LoopEstimator:
 
     def _update_state_dependent(self):
         """Close the state-dependent loops at ``(y, ẏ)`` and write their ``G_k`` into ``G``."""
-        from ..dynamics.loop_constraints import LoopClosureError, cluster_constraint, cluster_position
+        from ..model.loop_closure import LoopClosureError, cluster_constraint, cluster_position
         qs, dqs = self._qs, self._dqs
         qs[self._y_q], dqs[self._y_v] = self._Y[0], self._Y[1]
         self._g = {}
@@ -299,7 +299,7 @@ def _check_sensors(tree: ClusterTree, config: SensorConfig) -> None:
 def _joint_G(tree: ClusterTree, tree_joints) -> np.ndarray:
     """Constant ``G`` restricted to joints: rows in ``tree_joints`` order, columns in
     ``tree.independent_joint_names`` order (rows of the independent joints are the identity)."""
-    from ..dynamics.loop_constraints import cluster_constraint
+    from ..model.loop_closure import cluster_constraint
     m = tree.model
     Gfull = np.zeros((tree.nv, tree.nvy))
     for c in tree.clusters:
@@ -313,7 +313,7 @@ def _joint_G(tree: ClusterTree, tree_joints) -> np.ndarray:
 def _joint_offset(tree: ClusterTree, tree_joints) -> np.ndarray:
     """``γ(0)`` of the constant loops on ``tree_joints`` (the offsets of mimic joints; zero for
     rotors and transmissions without offset): ``q = G y + γ(0)``."""
-    from ..dynamics.loop_constraints import loop_position
+    from ..model.loop_closure import loop_position
     m = tree.model
     q = np.zeros(m.nq)
     for r in tree.loops:

@@ -203,7 +203,7 @@ class ClusterTree:
         _check_dependents(span, resolved)
         groups = _clusters(span.parents, [set(r.bodies) for r in resolved], span.NB)
         tree = _assemble(model, span, groups, resolved)
-        from ..dynamics.loop_constraints import reference_configuration   # dynamics builds on the model
+        from .loop_closure import reference_configuration   # (which takes the tree built here)
         return replace(tree, q_reference=reference_configuration(tree))
 
     # ------------------------------------------------------------------ sizes and conversions

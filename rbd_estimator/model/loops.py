@@ -391,7 +391,7 @@ class LoopConfig:
     def from_yaml(cls, path, node_name: str | None = None) -> "LoopConfig":
         """Read a YAML file: either a plain mapping with the keys above or a ROS 2 parameter file
         (``<node>: ros__parameters: ...``; ``node_name`` picks a node when there are several)."""
-        from ..estimation.config import read_yaml
+        from ..yaml_file import read_yaml
         doc = read_yaml(path, ModelError, "loop file")
         if not isinstance(doc, dict):
             raise ModelError(f"loop file '{path}' must hold a mapping with 'loops' (and 'bodies')")

@@ -26,10 +26,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
 from ..errors import ModelError
-from ..model.clusters import ClusterTree, ResolvedLoop
 from ..spatial import crm, rot, xlt
-from .kinematics import joint_transform, motion_subspace
+from .joints import joint_transform, motion_subspace
+
+if TYPE_CHECKING:                      # annotations only: clusters.py imports this module
+    from .clusters import ClusterTree, ResolvedLoop
 
 __all__ = ["LoopClosureError", "cluster_constraint", "cluster_position", "loop_position", "loop_explicit",
            "closure_residual", "reference_configuration", "spanning_state"]

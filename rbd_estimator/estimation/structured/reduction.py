@@ -1,0 +1,196 @@
+"""The tree reduction onto ``z = (a_0, h)``: the RNEA passes without contacts (``a⁰``, ``f⁰``,
+Nori §IV-A, eqs. 3a, 3f), the composite inertias, the sensor observations affine in ``z`` and
+the base equation ``f_0 = 0`` solved for ``a_0 = a⁰⁰ + P h`` (the null-space method)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...model.robot_model import PRISMATIC, REVOLUTE
+from .layout import (H_AG, H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_JT, H_NB, H_NC, H_NGRP, H_NH,
+    H_NPAIR, H_PAIR, H_PAR, H_QIX, H_S, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
+    H_WV0, H_XB, _OBS_A, _u, njit)
+from .spatial import _fx, _fxT_add, _mx, _rbi_apply, _rbi_xT_add, _solve_rbi
+
+@njit
+def _rnea_without_contacts(ip, fp, w, E, V, dq, ddq):
+    """Nori (2), (3a) forward with ``a_0 = 0`` (floating) or ``−a_g`` (fixed): ``v_i``, ``a⁰_i``,
+    ``f⁰_i ← I_i a⁰_i + v_i ×* I_i v_i``; then (3f) backward without contacts,
+    ``f⁰_λ += X_iᵀ f⁰_i``, and the CRBA's ``I^c_λ += X_iᵀ I^c_i X_i`` (floating base only)."""
+    NB, floating = ip[H_NB], ip[H_FLOAT]
+    i_par, i_jt, i_qix = ip[H_PAR], ip[H_JT], ip[H_QIX]
+    f_S, f_I, f_ag = ip[H_S], ip[H_I], ip[H_AG]
+    w_r, w_a, w_f, w_Ic, w_tmp = ip[H_WR], ip[H_WA], ip[H_WF], ip[H_WIC], ip[H_WTMP]
+    Iv = w_tmp + 6
+    for i in range(NB):
+        p = ip[_u(i_par + i)]
+        vo, ao, so, fo = 6 * i, w_a + 6 * i, f_S + 6 * i, w_f + 6 * i
+        if floating and i == 0:
+            for k in range(6):
+                V[_u(k)] = w[_u(w_tmp + k)]                    # v_0 from _base_velocity
+                w[_u(ao + k)] = 0.0
+        else:
+            t = ip[_u(i_jt + i)]
+            k = ip[_u(i_qix + i)]
+            qd = dq[_u(k)] if k >= 0 else 0.0
+            qdd = ddq[_u(k)] if k >= 0 else 0.0
+            if p >= 0:
+                _mx(E, 9 * i, w, w_r + 3 * i, V, 6 * p, V, vo)
+                _mx(E, 9 * i, w, w_r + 3 * i, w, w_a + 6 * p, w, ao)
+            else:
+                for k in range(6):
+                    V[_u(vo + k)] = 0.0
+                _mx(E, 9 * i, w, w_r + 3 * i, fp, f_ag, w, ao)
+            if t == REVOLUTE:                          # v_J = [s q̇; 0]; c = v × v_J = [ω × s q̇; v × s q̇]
+                s0, s1, s2 = fp[_u(so)], fp[_u(so + 1)], fp[_u(so + 2)]
+                m0, m1, m2 = s0 * qd, s1 * qd, s2 * qd
+                V[_u(vo)] += m0
+                V[_u(vo + 1)] += m1
+                V[_u(vo + 2)] += m2
+                w0_, w1_, w2_ = V[_u(vo)], V[_u(vo + 1)], V[_u(vo + 2)]
+                u0_, u1_, u2_ = V[_u(vo + 3)], V[_u(vo + 4)], V[_u(vo + 5)]
+                w[_u(ao)] += s0 * qdd + (w1_ * m2 - w2_ * m1)
+                w[_u(ao + 1)] += s1 * qdd + (w2_ * m0 - w0_ * m2)
+                w[_u(ao + 2)] += s2 * qdd + (w0_ * m1 - w1_ * m0)
+                w[_u(ao + 3)] += u1_ * m2 - u2_ * m1
+                w[_u(ao + 4)] += u2_ * m0 - u0_ * m2
+                w[_u(ao + 5)] += u0_ * m1 - u1_ * m0
+            elif t == PRISMATIC:                       # v_J = [0; s q̇]; c = [0; ω × s q̇]
+                s0, s1, s2 = fp[_u(so + 3)], fp[_u(so + 4)], fp[_u(so + 5)]
+                m0, m1, m2 = s0 * qd, s1 * qd, s2 * qd
+                V[_u(vo + 3)] += m0
+                V[_u(vo + 4)] += m1
+                V[_u(vo + 5)] += m2
+                w0_, w1_, w2_ = V[_u(vo)], V[_u(vo + 1)], V[_u(vo + 2)]
+                w[_u(ao + 3)] += s0 * qdd + (w1_ * m2 - w2_ * m1)
+                w[_u(ao + 4)] += s1 * qdd + (w2_ * m0 - w0_ * m2)
+                w[_u(ao + 5)] += s2 * qdd + (w0_ * m1 - w1_ * m0)
+        # f⁰_i = I_i a⁰_i + v_i ×* I_i v_i
+        for k in range(6):
+            w[_u(Iv + k)] = 0.0
+        _rbi_apply(fp, f_I + 10 * i, V, vo, w, Iv, 1.0)
+        w0_, w1_, w2_ = V[_u(vo)], V[_u(vo + 1)], V[_u(vo + 2)]
+        u0_, u1_, u2_ = V[_u(vo + 3)], V[_u(vo + 4)], V[_u(vo + 5)]
+        n0, n1, n2, g0, g1, g2 = w[_u(Iv)], w[_u(Iv + 1)], w[_u(Iv + 2)], w[_u(Iv + 3)], w[_u(Iv + 4)], w[_u(Iv + 5)]
+        w[_u(fo)] = w1_ * n2 - w2_ * n1 + u1_ * g2 - u2_ * g1
+        w[_u(fo + 1)] = w2_ * n0 - w0_ * n2 + u2_ * g0 - u0_ * g2
+        w[_u(fo + 2)] = w0_ * n1 - w1_ * n0 + u0_ * g1 - u1_ * g0
+        w[_u(fo + 3)] = w1_ * g2 - w2_ * g1
+        w[_u(fo + 4)] = w2_ * g0 - w0_ * g2
+        w[_u(fo + 5)] = w0_ * g1 - w1_ * g0
+        _rbi_apply(fp, f_I + 10 * i, w, ao, w, fo, 1.0)
+        if floating:
+            for k in range(10):
+                w[_u(w_Ic + 10 * i + k)] = fp[_u(f_I + 10 * i + k)]
+    for i in range(NB - 1, -1, -1):
+        p = ip[_u(i_par + i)]
+        if p >= 0:
+            _fxT_add(E, 9 * i, w, w_r + 3 * i, w, w_f + 6 * i, w, w_f + 6 * p, 1.0)
+            if floating:
+                _rbi_xT_add(E, 9 * i, w, w_r + 3 * i, w, w_Ic + 10 * i, w, w_Ic + 10 * p)
+
+
+@njit
+def _observations(ip, fp, w):
+    """Contact columns ``Φ_c = ⁰X*_{b_c} X_Fᵀ B_c`` (base coordinates), and every observed quantity
+    as ``v⁰ + D z``: ``a_b = a⁰_b + ᵇX_0 a_0``; ``f_s = f⁰_s + I^c_s ˢX_0 a_0 − ˢX*_0 Φ h``."""
+    floating, NH, NC = ip[H_FLOAT], ip[H_NH], ip[H_NC]
+    za = 6 if floating else 0
+    NZ = za + NH
+    w_R, w_p, w_a, w_f, w_Ic, w_tmp = ip[H_WRP], ip[H_WP], ip[H_WA], ip[H_WF], ip[H_WIC], ip[H_WTMP]
+    w_Phi, w_D, w_v0 = ip[H_WPHI], ip[H_WD], ip[H_WV0]
+    i_cbody, i_ck, i_choff, i_cxb, f_XB = ip[H_CBODY], ip[H_CK], ip[H_CHOFF], ip[H_CXB], ip[H_XB]
+    for c in range(NC):
+        b = ip[_u(i_cbody + c)]
+        for j in range(ip[_u(i_ck + c)]):
+            col = ip[_u(i_choff + c)] + j
+            for k in range(6):
+                w[_u(w_Phi + 6 * col + k)] = 0.0
+            _fxT_add(w, w_R + 9 * b, w, w_p + 3 * b, fp, f_XB + ip[_u(i_cxb + c)] + 6 * j, w, w_Phi + 6 * col, 1.0)
+    i_grp = ip[H_GRP]
+    col6 = w_tmp + 24
+    for gk in range(ip[H_NGRP]):
+        kind, b, o = ip[_u(i_grp + 3 * gk)], ip[_u(i_grp + 3 * gk + 1)], ip[_u(i_grp + 3 * gk + 2)]
+        Ro, po = w_R + 9 * b, w_p + 3 * b
+        p0, p1, p2 = w[_u(po)], w[_u(po + 1)], w[_u(po + 2)]
+        if kind == _OBS_A:
+            for k in range(6):
+                w[_u(w_v0 + o + k)] = w[_u(w_a + 6 * b + k)]
+            if floating:                               # D_a = ᵇX_0 = [[R, 0], [−R p×, R]]
+                for a in range(3):
+                    ra0, ra1, ra2 = w[_u(Ro + 3 * a)], w[_u(Ro + 3 * a + 1)], w[_u(Ro + 3 * a + 2)]
+                    d = w_D + (o + a) * NZ
+                    w[_u(d)], w[_u(d + 1)], w[_u(d + 2)] = ra0, ra1, ra2
+                    w[_u(d + 3)], w[_u(d + 4)], w[_u(d + 5)] = 0.0, 0.0, 0.0
+                    d = w_D + (o + 3 + a) * NZ
+                    w[_u(d)] = -(ra1 * p2 - ra2 * p1)
+                    w[_u(d + 1)] = -(ra2 * p0 - ra0 * p2)
+                    w[_u(d + 2)] = -(ra0 * p1 - ra1 * p0)
+                    w[_u(d + 3)], w[_u(d + 4)], w[_u(d + 5)] = ra0, ra1, ra2
+        else:
+            for k in range(6):
+                w[_u(w_v0 + o + k)] = w[_u(w_f + 6 * b + k)]
+            if floating:                               # D_a = I^c_b ᵇX_0, column by column
+                for k in range(6):
+                    if k < 3:                          # [R e_k; −R (p × e_k)]
+                        c0 = -p2 if k == 1 else (p1 if k == 2 else 0.0)
+                        c1 = p2 if k == 0 else (-p0 if k == 2 else 0.0)
+                        c2 = -p1 if k == 0 else (p0 if k == 1 else 0.0)
+                        for a in range(3):
+                            w[_u(col6 + a)] = w[_u(Ro + 3 * a + k)]
+                            w[_u(col6 + 3 + a)] = -(w[_u(Ro + 3 * a)] * c0 + w[_u(Ro + 3 * a + 1)] * c1
+                                                    + w[_u(Ro + 3 * a + 2)] * c2)
+                    else:                              # [0; R e_k]
+                        for a in range(3):
+                            w[_u(col6 + a)] = 0.0
+                            w[_u(col6 + 3 + a)] = w[_u(Ro + 3 * a + k - 3)]
+                    for a in range(6):
+                        w[_u(col6 + 6 + a)] = 0.0
+                    _rbi_apply(w, w_Ic + 10 * b, w, col6, w, col6 + 6, 1.0)
+                    for a in range(6):
+                        w[_u(w_D + (o + a) * NZ + k)] = w[_u(col6 + 6 + a)]
+    i_pair = ip[H_PAIR]
+    for pk in range(ip[H_NPAIR]):
+        o, c, b = ip[_u(i_pair + 3 * pk)], ip[_u(i_pair + 3 * pk + 1)], ip[_u(i_pair + 3 * pk + 2)]
+        for j in range(ip[_u(i_ck + c)]):
+            col = ip[_u(i_choff + c)] + j
+            _fx(w, w_R + 9 * b, w, w_p + 3 * b, w, w_Phi + 6 * col, w, col6, -1.0)
+            for a in range(6):
+                w[_u(w_D + (o + a) * NZ + za + col)] = w[_u(col6 + a)]
+
+
+@njit
+def _base_equation(ip, w):
+    """``f_0 = 0``: ``a_0 = a⁰⁰ + P h`` with ``a⁰⁰ = −(I^c_0)⁻¹ f⁰_0`` and ``P = (I^c_0)⁻¹ Φ``.
+    Returns False when ``I^c_0`` is not positive definite."""
+    NH = ip[H_NH]
+    Ic0, w_f, w_Phi, w_K, w_a00, L = ip[H_WIC], ip[H_WF], ip[H_WPHI], ip[H_WK], ip[H_WA00], ip[H_WTMP] + 40
+    m = w[_u(Ic0)]
+    if not (m > 0.0):
+        return False
+    h0, h1, h2 = w[_u(Ic0 + 1)], w[_u(Ic0 + 2)], w[_u(Ic0 + 3)]
+    hh = (h0 * h0 + h1 * h1 + h2 * h2) / m
+    c00 = w[_u(Ic0 + 4)] + h0 * h0 / m - hh              # Ī_C = J + (h hᵀ − |h|² 1) / m
+    c11 = w[_u(Ic0 + 5)] + h1 * h1 / m - hh
+    c22 = w[_u(Ic0 + 6)] + h2 * h2 / m - hh
+    c01 = w[_u(Ic0 + 7)] + h0 * h1 / m
+    c02 = w[_u(Ic0 + 8)] + h0 * h2 / m
+    c12 = w[_u(Ic0 + 9)] + h1 * h2 / m
+    if not (c00 > 0.0):
+        return False
+    l00 = np.sqrt(c00)
+    l10 = c01 / l00
+    l20 = c02 / l00
+    d11 = c11 - l10 * l10
+    if not (d11 > 0.0):
+        return False
+    l11 = np.sqrt(d11)
+    l21 = (c12 - l20 * l10) / l11
+    d22 = c22 - l20 * l20 - l21 * l21
+    if not (d22 > 0.0):
+        return False
+    w[_u(L)], w[_u(L + 1)], w[_u(L + 2)] = l00, l10, l11
+    w[_u(L + 3)], w[_u(L + 4)], w[_u(L + 5)] = l20, l21, np.sqrt(d22)
+    _solve_rbi(w, Ic0, w, L, w, w_f, w, w_a00, -1.0)
+    for j in range(NH):
+        _solve_rbi(w, Ic0, w, L, w, w_Phi + 6 * j, w, w_K + 6 * j, 1.0)
+    return True

@@ -1,0 +1,194 @@
+"""The least-squares problem in ``h`` (Nori eq. 16 reduced): block-wise normal equations
+``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P``, Cholesky, and Householder QR when Cholesky is
+ill-conditioned."""
+from __future__ import annotations
+
+import numpy as np
+
+from .layout import (H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NH, H_WA00, H_WBA, H_WBH,
+    H_WD, H_WH, H_WJ, H_WK, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0, _u, njit)
+
+@njit
+def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
+    """In place Householder QR of the row-major ``n_rows × (n_cols + 1)`` matrix ``[J | r]``
+    (leading dimension ``ld``); ``v`` receives the solution of ``min |J x − r|``, ``tmp`` the
+    diagonal of ``R``. Returns the smallest ``|R_kk| / max_k |R_kk|`` (0: singular)."""
+    rmax = 0.0
+    rmin = np.inf
+    for k in range(n_cols):
+        # norm of column k below the diagonal
+        s = 0.0
+        for i in range(k, n_rows):
+            a = A[_u(i * ld + k)]
+            s += a * a
+        nrm = np.sqrt(s)
+        if nrm == 0.0:
+            return 0.0
+        akk = A[_u(k * ld + k)]
+        alpha = -nrm if akk >= 0.0 else nrm
+        # v = x - alpha e1 stored in column k (A[k,k] ← akk − alpha), R_kk = alpha
+        vk = akk - alpha
+        A[_u(k * ld + k)] = vk
+        vnorm2 = s - akk * akk + vk * vk
+        # apply H = 1 - 2 v vᵀ / (vᵀv) to the remaining columns (and the right-hand side)
+        for j in range(k + 1, n_cols + 1):
+            d = 0.0
+            for i in range(k, n_rows):
+                d += A[_u(i * ld + k)] * A[_u(i * ld + j)]
+            d = 2.0 * d / vnorm2
+            for i in range(k, n_rows):
+                A[_u(i * ld + j)] -= d * A[_u(i * ld + k)]
+        tmp[_u(k)] = alpha
+        aa = abs(alpha)
+        if aa > rmax:
+            rmax = aa
+        if aa < rmin:
+            rmin = aa
+    # back substitution R x = (Qᵀ r)[:n]
+    for k in range(n_cols - 1, -1, -1):
+        s = A[_u(k * ld + n_cols)]
+        for j in range(k + 1, n_cols):
+            s -= A[_u(k * ld + j)] * v[_u(j)]
+        v[_u(k)] = s / tmp[_u(k)]
+    if n_cols == 0:
+        return 1.0
+    return rmin / rmax
+
+
+@njit
+def _normal_equations(ip, fp, w):
+    """Rows ``[j_a | j_h]`` and right-hand sides ``r − G v⁰ − j_a a⁰⁰`` of the (compressed) sensor
+    rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's h range;
+    then the reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in
+    ``N_hh``, ``b_h``; lower triangle)."""
+    floating, NH, MSC = ip[H_FLOAT], ip[H_NH], ip[H_MSC]
+    za = 6 if floating else 0
+    NZ = za + NH
+    w_D, w_v0, w_J, w_rr, w_ms = ip[H_WD], ip[H_WV0], ip[H_WJ], ip[H_WRR], ip[H_WMS]
+    Naa, Nah, Nhh, ba, bh, w_K, w_a00 = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH], ip[H_WK], ip[H_WA00]
+    i_Cp, i_Ci, f_Cx, i_CRp, i_CRi, f_CRx = ip[H_CP], ip[H_CI], ip[H_CX], ip[H_CRP], ip[H_CRI], ip[H_CRX]
+    i_clo, i_chi = ip[H_CLO], ip[H_CHI]
+    for k in range(36):
+        w[_u(Naa + k)] = 0.0
+    for k in range(6 * NH):
+        w[_u(Nah + k)] = 0.0
+    for k in range(NH * NH):
+        w[_u(Nhh + k)] = 0.0
+    for k in range(6):
+        w[_u(ba + k)] = 0.0
+    for k in range(NH):
+        w[_u(bh + k)] = 0.0
+    for r in range(MSC):
+        lo, hi = ip[_u(i_clo + r)], ip[_u(i_chi + r)]
+        jr = w_J + r * NZ
+        for k in range(za):
+            w[_u(jr + k)] = 0.0
+        for j in range(lo, hi):
+            w[_u(jr + za + j)] = 0.0
+        s = 0.0
+        for pq in range(ip[_u(i_CRp + r)], ip[_u(i_CRp + r + 1)]):
+            s += fp[_u(f_CRx + pq)] * w[_u(w_ms + ip[_u(i_CRi + pq)])]
+        for pq in range(ip[_u(i_Cp + r)], ip[_u(i_Cp + r + 1)]):
+            g = fp[_u(f_Cx + pq)]
+            ob = ip[_u(i_Ci + pq)]
+            s -= g * w[_u(w_v0 + ob)]
+            do = w_D + ob * NZ
+            for k in range(za):
+                w[_u(jr + k)] += g * w[_u(do + k)]
+            for j in range(lo, hi):
+                w[_u(jr + za + j)] += g * w[_u(do + za + j)]
+        for k in range(za):
+            s -= w[_u(jr + k)] * w[_u(w_a00 + k)]
+        w[_u(w_rr + r)] = s
+        for k in range(za):
+            ak = w[_u(jr + k)]
+            for m in range(k + 1):
+                w[_u(Naa + 6 * k + m)] += ak * w[_u(jr + m)]
+            for j in range(lo, hi):
+                w[_u(Nah + NH * k + j)] += ak * w[_u(jr + za + j)]
+            w[_u(ba + k)] += ak * s
+        for j in range(lo, hi):
+            hj = w[_u(jr + za + j)]
+            for m in range(lo, j + 1):
+                w[_u(Nhh + NH * j + m)] += hj * w[_u(jr + za + m)]
+            w[_u(bh + j)] += hj * s
+    if not floating:
+        return
+    # U = N_ah + ½ N_aa P (6 × NH); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a
+    U = ip[H_WU]
+    for k in range(6):
+        for j in range(NH):
+            s = w[_u(Nah + NH * k + j)]
+            t = 0.0
+            for m in range(6):
+                nkm = w[_u(Naa + 6 * k + m)] if m <= k else w[_u(Naa + 6 * m + k)]
+                t += nkm * w[_u(w_K + 6 * j + m)]
+            w[_u(U + NH * k + j)] = s + 0.5 * t
+    for j in range(NH):
+        for l in range(j + 1):
+            s = 0.0
+            for m in range(6):
+                s += w[_u(w_K + 6 * j + m)] * w[_u(U + NH * m + l)] + w[_u(U + NH * m + j)] * w[_u(w_K + 6 * l + m)]
+            w[_u(Nhh + NH * j + l)] += s
+        s = 0.0
+        for m in range(6):
+            s += w[_u(w_K + 6 * j + m)] * w[_u(ba + m)]
+        w[_u(bh + j)] += s
+
+
+@njit
+def _cholesky_solve(N, no, n, b, bo, x, xo):
+    """Solve ``N x = b`` (lower triangle of the row-major ``n × n`` ``N`` factorised in place).
+    Returns ``min_k L_kk² / N_kk``, the smallest squared sine between a column of ``J`` and the
+    span of the previous ones (scale-invariant; 0 if ``N`` is not positive definite)."""
+    if n == 0:
+        return 1.0
+    worst = 1.0
+    for j in range(n):
+        njj = N[_u(no + n * j + j)]
+        s = njj
+        for k in range(j):
+            s -= N[_u(no + n * j + k)] * N[_u(no + n * j + k)]
+        if not (s > 0.0):
+            return 0.0
+        if s < worst * njj:
+            worst = s / njj
+        d = np.sqrt(s)
+        N[_u(no + n * j + j)] = d
+        for i in range(j + 1, n):
+            s = N[_u(no + n * i + j)]
+            for k in range(j):
+                s -= N[_u(no + n * i + k)] * N[_u(no + n * j + k)]
+            N[_u(no + n * i + j)] = s / d
+    for j in range(n):
+        s = b[_u(bo + j)]
+        for k in range(j):
+            s -= N[_u(no + n * j + k)] * x[_u(xo + k)]
+        x[_u(xo + j)] = s / N[_u(no + n * j + j)]
+    for j in range(n - 1, -1, -1):
+        s = x[_u(xo + j)]
+        for k in range(j + 1, n):
+            s -= N[_u(no + n * k + j)] * x[_u(xo + k)]
+        x[_u(xo + j)] = s / N[_u(no + n * j + j)]
+    return worst
+
+
+@njit
+def _qr_solve(ip, w):
+    """Fallback for ill-conditioned normal equations: Householder QR of ``J = J_h + J_a P`` with
+    the right-hand side, into ``h``. Returns the diagonal ratio of ``R``."""
+    floating, NH, MSC = ip[H_FLOAT], ip[H_NH], ip[H_MSC]
+    za = 6 if floating else 0
+    NZ = za + NH
+    w_J, w_rr, w_K, Q, w_h = ip[H_WJ], ip[H_WRR], ip[H_WK], ip[H_WQR], ip[H_WH]
+    ld = NH + 1
+    for r in range(MSC):
+        jr = w_J + r * NZ
+        for j in range(NH):
+            s = w[_u(jr + za + j)]
+            for m in range(za):
+                s += w[_u(jr + m)] * w[_u(w_K + 6 * j + m)]
+            w[_u(Q + r * ld + j)] = s
+        w[_u(Q + r * ld + NH)] = w[_u(w_rr + r)]
+    tau = Q + MSC * ld
+    return _householder_ls(w[Q:Q + MSC * ld], MSC, NH, ld, w[w_h:w_h + NH], w[tau:tau + NH + 1])

@@ -1,0 +1,128 @@
+"""One estimate: the compiled tick that chains the steps (kinematics, reduction, least squares,
+outputs) on the packed layout, with its explicit signature."""
+from __future__ import annotations
+
+import numpy as np
+from numba import types as nbt
+
+from ..checks import first_non_finite
+from .kinematics import _base_velocity, _joint_transforms_and_poses
+from .layout import (H_FLOAT, H_IMUB, H_IMUE, H_IMUR, H_MS, H_NB, H_NCELLS, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_RED,
+    H_SIMU, H_SINFO, H_SOLC, H_SOUT, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, H_WTMP, _A1, _A2, _IN,
+    _QR_THRESHOLD, _SINGULAR, _u, njit)
+from .outputs import _outputs, _residual
+from .reduction import _base_equation, _observations, _rnea_without_contacts
+from .solve import _cholesky_solve, _normal_equations, _qr_solve
+from .spatial import _mx
+
+_SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _A1, _A1, _IN, _IN, _IN, _IN, _IN, _IN, _IN, _A2, _IN, _IN)
+
+
+def structured_tick(ip, fp, w, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, cells, jtau):
+    """One estimate (module docstring). ``S``: the estimator's state buffer (``Estimator._state``),
+    which holds its ``(NB, 3, 3)`` rotations ``E`` and ``(NB, 6)`` velocities ``V`` (filled as its
+    kinematics fills them), the generic solution vector ``xsol`` (whose ``a_0`` entries are set for
+    ``Estimate.base_acceleration``), the IMU sample ``imu_buf``, the outputs ``out`` and ``info``
+    (one array instead of six: each array argument costs the call ~50 ns). Returns 0; 1 for a non-finite input (``info[0]`` which, ``info[1]``
+    index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio); 3 for an
+    input of the wrong size (nothing computed). Compiled by :func:`compiled_tick`."""
+    NB, NJ, NH, MS = ip[H_NB], ip[H_NJ], ip[H_NH], ip[H_MS]
+    E, V = S[0:9 * NB], S[9 * NB:15 * NB]
+    xsol, imu_buf = S[ip[H_SX]:ip[H_SIMU]], S[ip[H_SIMU]:ip[H_SIMU] + 13]
+    out, info = S[ip[H_SOUT]:ip[H_SINFO]], S[ip[H_SINFO]:ip[H_SINFO] + 4]
+    if (q.shape[0] != NJ or dq.shape[0] != NJ or ddq.shape[0] != NJ or imu_q.shape[0] != 4 or imu_w.shape[0] != 3
+            or imu_a.shape[0] != 3 or imu_al.shape[0] != 3 or ft.shape[0] != ip[H_NFT] or ft.shape[1] != 6
+            or cells.shape[0] != ip[H_NCELLS] or jtau.shape[0] != ip[H_NJT]):
+        return 3
+    for k in range(4):
+        imu_buf[_u(k)] = imu_q[_u(k)]
+    for k in range(3):
+        imu_buf[_u(4 + k)] = imu_w[_u(k)]
+        imu_buf[_u(7 + k)] = imu_a[_u(k)]
+        imu_buf[_u(10 + k)] = imu_al[_u(k)]
+    # ---- inputs must be finite (same codes as the generic tick)
+    # (the generic tick's numbering of the inputs: q, dq, ddq, imu, ft, cells, τ → info[0] = 1…7)
+    if first_non_finite((q, dq, ddq), info):
+        return 1
+    if first_non_finite((imu_buf, ft.reshape(ft.shape[0] * 6)), info):
+        info[0] += 3
+        return 1
+    if first_non_finite((cells, jtau), info):
+        info[0] += 5
+        return 1
+    floating = ip[H_FLOAT]
+    w_tmp, w_ms = ip[H_WTMP], ip[H_WMS]
+
+    # ---- kinematics and the RNEA / CRBA passes
+    _joint_transforms_and_poses(ip, fp, w, E, q)
+    _base_velocity(ip, fp, w, E, dq, imu_w, w[w_tmp:w_tmp + 6])
+    _rnea_without_contacts(ip, fp, w, E, V, dq, ddq)
+    # ---- sensor sources msrc = [1, ω_F × v_F, IMU acc, IMU ω̇, ft, cells, τ]
+    imub = ip[H_IMUB]
+    if imub >= 0:                                  # [ω_F; v_F] = ᶠX_b v_b, then ω_F × v_F
+        t = w_tmp + 6
+        _mx(fp, ip[H_IMUE], fp, ip[H_IMUR], V, 6 * imub, w, t)
+        w[_u(w_ms + 1)] = w[_u(t + 1)] * w[_u(t + 5)] - w[_u(t + 2)] * w[_u(t + 4)]
+        w[_u(w_ms + 2)] = w[_u(t + 2)] * w[_u(t + 3)] - w[_u(t)] * w[_u(t + 5)]
+        w[_u(w_ms + 3)] = w[_u(t)] * w[_u(t + 4)] - w[_u(t + 1)] * w[_u(t + 3)]
+    for k in range(6):
+        w[_u(w_ms + 4 + k)] = imu_buf[_u(7 + k)]
+    o = w_ms + 10
+    for k in range(ft.shape[0]):
+        for a in range(6):
+            w[_u(o + 6 * k + a)] = ft[k, a]
+    o += 6 * ft.shape[0]
+    for k in range(cells.shape[0]):
+        w[_u(o + k)] = cells[_u(k)]
+    o += cells.shape[0]
+    for k in range(jtau.shape[0]):
+        w[_u(o + k)] = jtau[_u(k)]
+
+    # ---- observations, the base equation, the least-squares problem in h
+    _observations(ip, fp, w)
+    if floating and not _base_equation(ip, w):
+        info[2] = 0.0
+        return 2
+    _normal_equations(ip, fp, w)
+    w_h, Nhh, bh = ip[H_WH], ip[H_WNHH], ip[H_WBH]
+    ratio = _cholesky_solve(w, Nhh, NH, w, bh, w, w_h)
+    if ratio < _QR_THRESHOLD:
+        ratio = _qr_solve(ip, w)
+        if not (ratio > _SINGULAR):
+            info[2] = ratio
+            return 2
+    info[2] = ratio
+    w_a0, w_K, w_a00 = ip[H_WA0], ip[H_WK], ip[H_WA00]
+    if floating:
+        i_solc = ip[H_SOLC]
+        for k in range(6):
+            s = w[_u(w_a00 + k)]
+            for j in range(NH):
+                s += w[_u(w_K + 6 * j + k)] * w[_u(w_h + j)]
+            w[_u(w_a0 + k)] = s
+            if ip[_u(i_solc + k)] >= 0:
+                xsol[_u(ip[_u(i_solc + k)])] = s
+
+    # ---- outputs and residual
+    _outputs(ip, fp, w, E, V, out)
+    n_out = ip[H_NOUTM]
+    if ip[H_RED]:
+        _residual(ip, fp, w, out)
+        n_out += MS
+    for k in range(n_out):
+        if not np.isfinite(out[_u(k)]):
+            return 2
+    return 0
+
+
+_compiled = []
+
+
+def compiled_tick():
+    """:func:`structured_tick` compiled for :data:`_SIGNATURE` (on first use, from numba's cache when
+    there is one, so that importing the package compiles nothing). With an explicit signature, any
+    other argument type raises ``TypeError`` instead of compiling a new version: the cue for
+    :meth:`StructuredSolver.estimate` to pack the inputs first."""
+    if not _compiled:
+        _compiled.append(njit([_SIGNATURE])(structured_tick))
+    return _compiled[0]
