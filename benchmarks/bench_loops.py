@@ -39,7 +39,7 @@ from loop_mechanisms import mechanism_chains  # noqa: E402
 from loops_oracle import LoopPair  # noqa: E402
 
 from rbd_estimator.dynamics.ce_aba import ce_aba  # noqa: E402
-from rbd_estimator.dynamics.loop_constraints import spanning_state  # noqa: E402
+from rbd_estimator.model.loop_closure import spanning_state  # noqa: E402
 from rbd_estimator.model.loops import FourBar  # noqa: E402
 
 KINDS = ("link_and_rotor", "belt", "four_bar")
