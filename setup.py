@@ -53,8 +53,9 @@ def warm_cache(lib_dir):
 
 
 class install(_install):
-    """``install`` (colcon build, ``pip install --no-build-isolation``, a wheel build), then
-    :func:`warm_cache` of the installed package."""
+    """``install`` (colcon build; ``pip install .`` and ``pip wheel .``, whose build environment
+    ``pyproject.toml`` provides with the runtime dependencies), then :func:`warm_cache` of the
+    installed package."""
 
     def run(self):
         super().run()

@@ -5,8 +5,8 @@
 
 Installs the package from a source tree (this checkout by default, or ``--rev`` exported from
 git, e.g. the commit before the cache existed) into an empty temporary prefix, the way a user or
-a container build does (``pip install --no-deps --no-build-isolation --target PREFIX SOURCE``,
-with this interpreter's dependencies), with every compiled-code cache empty: numba's
+a container build does (``pip install --no-deps --prefix PREFIX SOURCE``, the package's own
+build environment, this interpreter's runtime dependencies), with every compiled-code cache empty: numba's
 (``NUMBA_CACHE_DIR``), the per-user one (``XDG_CACHE_HOME``) and the package's own. Then, from
 that installation, it starts the node (``python -m rbd_estimator.node``, its own process), asks
 it to configure with the shipped robot's parameters, activates it, publishes one reading per
@@ -115,8 +115,8 @@ def cold_start(source: str, robot: str, work: str) -> dict:
     env.update(NUMBA_CACHE_DIR=os.path.join(work, "numba_cache"), XDG_CACHE_HOME=os.path.join(work, "xdg"),
                PIP_NO_CACHE_DIR="1")
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--prefix", prefix, source], check=True, env=env, cwd=work)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", prefix, source],
+                   check=True, env=env, cwd=work)
     install = time.monotonic() - t0
     env["PYTHONPATH"] = os.path.join(prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
                                      "site-packages")

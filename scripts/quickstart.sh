@@ -42,14 +42,15 @@ if [[ ! -x "$py" ]]; then
     "$base_python" -m venv "$venv"
 fi
 
-want="$(cat requirements/standalone.txt setup.py | sha256sum | cut -d' ' -f1)"
+want="$(cat requirements/standalone.txt setup.py pyproject.toml | sha256sum | cut -d' ' -f1)"
 have="$(cat "$stamp" 2>/dev/null || true)"
 if [[ "$want" != "$have" ]]; then
     start=$SECONDS
     echo "quickstart: installing dependencies into $venv" >&2
     "$py" -m pip install --upgrade pip
     "$py" -m pip install -r requirements/standalone.txt
-    "$py" -m pip install -e .
+    # the build environment is this one (the package's build-system requirements are the runtime's)
+    "$py" -m pip install --no-build-isolation -e .
     echo "$want" >"$stamp"
     echo "quickstart: environment ready in $((SECONDS - start)) s" >&2
 fi
