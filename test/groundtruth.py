@@ -180,8 +180,11 @@ class Trajectory:
     (minimum-norm change from a nominal stance) so that the floating-base equations hold.
     """
 
-    def __init__(self, est, seed=0, dt_ns=1_000_000, t0_ns=1_700_000_000_000_000_000):
+    def __init__(self, est, seed=0, dt_ns=1_000_000, t0_ns=1_700_000_000_000_000_000, schedule=None):
+        """``schedule(k)``: the contacts in contact at step ``k`` (bool per contact; default all):
+        the others carry no wrench (a walking gait)."""
         self.est, self.m, self.cfg = est, est.model, est.config
+        self.schedule = schedule or (lambda k: np.ones(len(self.cfg.contacts), dtype=bool))
         rng = np.random.default_rng(seed)
         nj = self.m.n_joints
         self.q0, self.v0, self.a = rng.uniform(-0.4, 0.4, nj), rng.normal(0, 0.5, nj), rng.normal(0, 2.0, nj)
@@ -212,7 +215,11 @@ class Trajectory:
         t = k * self.dt_ns * 1e-9
         qj = self.q0 + self.v0 * t + 0.5 * self.a * t * t
         vj = self.v0 + self.a * t
-        W = [w.copy() for w in self.W0]
+        active = np.asarray(self.schedule(k), dtype=bool)
+        share = len(self.cfg.contacts) / max(1, int(active.sum()))
+        W0 = [w * share if on else np.zeros(6) for w, on in zip(self.W0, active)]
+        free = [(c, i) for c, i in self.free if active[c]]
+        W = [w.copy() for w in W0]
         if self.m.floating_base:
             ang = 0.3 + 0.5 * t
             axis = np.array([0.2, -0.3, 1.0]) / np.linalg.norm([0.2, -0.3, 1.0])
@@ -221,13 +228,13 @@ class Trajectory:
             v = np.concatenate([[0.3, -0.1, 0.05], self.w0 + self.alpha * t, vj])
             a = np.concatenate([np.zeros(3), self.alpha, self.a])
             # unknowns x = [a_lin (3), free wrench components]: base wrench affine in x, solve min-norm
-            n = 3 + len(self.free)
+            n = 3 + len(free)
 
             def apply(x):
                 aa = a.copy()
                 aa[:3] = x[:3]
-                WW = [w.copy() for w in self.W0]
-                for j, (c, i) in enumerate(self.free):
+                WW = [w.copy() for w in W0]
+                for j, (c, i) in enumerate(free):
                     WW[c][i] += x[3 + j]
                 return aa, WW
 
@@ -240,7 +247,7 @@ class Trajectory:
             q, v, a = qj, vj, self.a.copy()
         readings = measure(self.est, q, v, a, np.array(W))
         out = dict(stamp=self.stamp(k), q=qj, dq=vj, readings=readings, tau=np.array(readings.tau),
-                   wrenches=np.array(W))
+                   wrenches=np.array(W), active=active)
         self._cache[k] = out
         return out
 

@@ -3,8 +3,9 @@ from .config import ContactConfig, FTConfig, ImuConfig, LoadCellConfig, SensorCo
 from .calibration import CalibrationResult, SensorOffset, apply_offsets, calibrate_ft_offsets
 from .estimator import Estimate, Estimator, ImuSample
 from .loops import LoopEstimate, LoopEstimator
+from .contacts import ContactDetector, SwitchingEstimate, SwitchingEstimator
 
 __all__ = ["SensorConfig", "ImuConfig", "FTConfig", "ContactConfig", "LoadCellConfig",
-           "Estimator", "Estimate", "ImuSample", "LoopEstimator", "LoopEstimate",
+           "Estimator", "Estimate", "ImuSample", "SwitchingEstimator", "SwitchingEstimate", "ContactDetector", "LoopEstimator", "LoopEstimate",
            "calibrate_ft_offsets", "apply_offsets",
            "CalibrationResult", "SensorOffset"]

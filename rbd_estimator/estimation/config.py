@@ -32,6 +32,8 @@ from ..errors import ConfigError
 from ..yaml_file import read_yaml
 
 CONTACT_TYPES = ("full_wrench", "point_force", "slippery")
+CONTACT_MODES = ("always", "commanded", "detected")
+MAX_SWITCHABLE_CONTACTS = 6           # 64 contact subsets, each planned at configure
 FT_FRAMES = ("child", "parent", "sensor")
 FT_DIRECTIONS = ("child_to_parent", "parent_to_child")
 
@@ -69,10 +71,26 @@ class FTConfig:
 class ContactConfig:
     """A contact on a link or frame: ``full_wrench`` (6 unknowns), ``point_force`` (force at the
     frame origin, 3 unknowns) or ``slippery`` (Nori eq. 23: tangential forces zero; normal force,
-    tilting torques and the torque about the normal unknown). The frame's z axis is the normal."""
+    tilting torques and the torque about the normal unknown). The frame's z axis is the normal.
+
+    ``mode`` says when the contact is active: ``always`` (a fixed contact), ``commanded`` (the
+    walking controller says so, per tick) or ``detected`` (the normal force that the robot's own
+    sensors measure there, ``detect_from``: a load-cell group of this contact or a force-torque
+    sensor above it, crosses ``force_on`` upward / ``force_off`` downward (N) and stays across it
+    for ``dwell`` seconds). A contact that is not active has a zero wrench.
+    """
     name: str
     frame: str
     type: str = "full_wrench"
+    mode: str = "always"
+    detect_from: str = ""
+    force_on: float = 40.0
+    force_off: float = 20.0
+    dwell: float = 0.01
+
+    @property
+    def switchable(self) -> bool:
+        return self.mode != "always"
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,6 +170,19 @@ class SensorConfig:
                        joint_torque_sensors=tuple(j for j in self.joint_torque_sensors if j != sensor))
 
     @property
+    def switchable_contacts(self) -> tuple[str, ...]:
+        """Contacts whose state changes per tick (``commanded`` or ``detected``), in configuration order."""
+        return tuple(c.name for c in self.contacts if c.switchable)
+
+    def with_active_contacts(self, active) -> "SensorConfig":
+        """The fixed-contact configuration of one contact subset: the contacts in ``active`` (names),
+        all ``always``; the load cells of the others are dropped (their contact has no wrench)."""
+        active = set(active)
+        keep = tuple(replace(c, mode="always") for c in self.contacts if c.name in active)
+        names = {c.name for c in keep}
+        return replace(self, contacts=keep, load_cells=tuple(lc for lc in self.load_cells if lc.contact in names))
+
+    @property
     def sensor_names(self) -> tuple[str, ...]:
         """Every sensor that can go missing, by name (``imu`` for the IMU)."""
         return ((("imu",) if self.imu else ()) + tuple(s.name for s in self.ft_sensors)
@@ -170,7 +201,8 @@ class SensorConfig:
         for s in self.ft_sensors:
             out.update({f"ft.{s.name}.{f.name}": getattr(s, f.name) for f in fields(FTConfig) if f.name != "name"})
         for c in self.contacts:
-            out.update({f"contact.{c.name}.frame": c.frame, f"contact.{c.name}.type": c.type})
+            out.update({f"contact.{c.name}.{f.name}": getattr(c, f.name) for f in fields(ContactConfig)
+                        if f.name != "name"})
         if self.external_wrenches:
             out["external_wrenches"] = [w.name for w in self.external_wrenches]
         for w in self.external_wrenches:
@@ -271,7 +303,11 @@ class _Parser:
                 raise ConfigError(f"parameter 'contact.{n}.frame' is required (the link or frame in contact)")
             if kw.get("type", "full_wrench") not in CONTACT_TYPES:
                 raise ConfigError(f"parameter 'contact.{n}.type': '{kw['type']}' is not one of {CONTACT_TYPES}")
-            contacts.append(ContactConfig(name=n, **kw))
+            contacts.append(self.check_contact(ContactConfig(name=n, **kw)))
+        switchable = [c.name for c in contacts if c.switchable]
+        if len(switchable) > MAX_SWITCHABLE_CONTACTS:
+            raise ConfigError(f"parameter 'contacts': {len(switchable)} switchable contacts ({', '.join(switchable)}); "
+                              f"at most {MAX_SWITCHABLE_CONTACTS} (each of their subsets is planned at configure)")
         cells = tuple(self.load_cell(n, {c.name for c in contacts}) for n in self.names("load_cells"))
         external = []
         for n in self.names("external_wrenches"):
@@ -311,6 +347,21 @@ class _Parser:
             raise ConfigError(f"parameters 'load_cell.{n}.positions_x' and '.positions_y' must be two lists of "
                               f"the same, non-zero length (metres, in the contact frame)")
         return LoadCellConfig(name=n, positions=np.column_stack([xs, ys]).astype(float), **kw)
+
+    @staticmethod
+    def check_contact(c: ContactConfig) -> ContactConfig:
+        """The mode and the detection thresholds of one contact (N, s)."""
+        p = f"parameter 'contact.{c.name}."
+        if c.mode not in CONTACT_MODES:
+            raise ConfigError(f"{p}mode': '{c.mode}' is not one of {CONTACT_MODES}")
+        if not (math.isfinite(c.force_off) and math.isfinite(c.force_on) and 0.0 <= c.force_off < c.force_on):
+            raise ConfigError(f"{p}force_on' and '.force_off' must be finite with 0 <= force_off < force_on (N, "
+                              f"the hysteresis band), got {c.force_on!r} and {c.force_off!r}")
+        if not (math.isfinite(c.dwell) and c.dwell >= 0.0):
+            raise ConfigError(f"{p}dwell' must be a finite number >= 0 (s), got {c.dwell!r}")
+        if c.detect_from and c.mode != "detected":
+            raise ConfigError(f"{p}detect_from' is set but 'contact.{c.name}.mode' is '{c.mode}', not 'detected'")
+        return c
 
     @staticmethod
     def check_stddevs(cfg: SensorConfig) -> None:

@@ -104,6 +104,14 @@ class Estimator:
     :class:`IllPosedError` when the sensors do not determine the unknowns.
     """
 
+    def __new__(cls, model: RobotModel = None, config: SensorConfig = None, seed: int = 0, solver: str = "auto"):
+        """A configuration with switchable contacts (``contact.<name>.mode``) gives a
+        :class:`~.contacts.SwitchingEstimator`: one fixed-set estimator per contact subset."""
+        if cls is Estimator and config is not None and config.switchable_contacts:
+            from .contacts import SwitchingEstimator
+            return SwitchingEstimator(model, config, lambda cfg: Estimator(model, cfg, seed=seed, solver=solver))
+        return super().__new__(cls)
+
     def __init__(self, model: RobotModel, config: SensorConfig, seed: int = 0, solver: str = "auto"):
         if model.floating_base and config.imu is None:
             raise ConfigError("a floating-base estimate needs an IMU (parameter 'imu.frame'): it gives the base's "
@@ -295,7 +303,7 @@ class Estimator:
 
     # ------------------------------------------------------------------ tick
     def estimate(self, q, dq, ddq, imu: ImuSample | None = None, ft=None, load_cells=None,
-                 joint_torques=None, external_wrenches=None) -> Estimate:
+                 joint_torques=None, external_wrenches=None, contacts=None) -> Estimate:
         """Estimate from one set of readings; see :class:`Estimate` for the outputs.
 
         ``q``, ``dq``, ``ddq``: joint positions (rad, m), velocities and accelerations in
@@ -307,7 +315,12 @@ class Estimator:
         wrenches of ``config.external_wrenches``, ``{name: [fx, fy, fz, tx, ty, tz]}`` or an
         ``(n, 6)`` array, each in its frame. Raises ``ValueError`` naming the
         input when one is missing, has the wrong shape or is not finite; nothing is computed then.
+        ``contacts``: the active contacts (names or a boolean mask over :attr:`contact_names`); with
+        fixed contacts it may only say that all are active (switchable contacts: see
+        :class:`~.contacts.SwitchingEstimator`).
         """
+        if contacts is not None:
+            self._check_all_active(contacts)
         if self._structured is not None:        # arrays straight to the kernel, other forms converted first
             status = self._structured.estimate(q, dq, ddq, imu, ft, load_cells, joint_torques)
         else:
@@ -327,6 +340,14 @@ class Estimator:
             self._raise_input_error(status)
         self.result._inputs = (self._q, self._imu_buf)
         return self.result
+
+    def _check_all_active(self, contacts) -> None:
+        names = self.contact_names
+        by_name = not len(contacts) or isinstance(next(iter(contacts)), str)
+        listed = list(contacts) if by_name else [n for n, on in zip(names, contacts) if on]
+        if sorted(listed) != sorted(names):
+            raise ValueError(f"contacts: this estimator's contacts {names} are fixed (contact.<name>.mode: always); "
+                             f"got {list(contacts)}")
 
     def _robust_solve(self) -> int:
         """A static pivot failed at this state (the planned pivot vanished): solve the same

@@ -211,7 +211,7 @@ class LoopEstimator:
 
     # ------------------------------------------------------------------ tick
     def estimate(self, q, dq, ddq, imu: ImuSample | None = None, ft=None, load_cells=None,
-                 joint_torques=None, external_wrenches=None) -> LoopEstimate:
+                 joint_torques=None, external_wrenches=None, contacts=None) -> LoopEstimate:
         """As :meth:`Estimator.estimate`, with ``q``, ``dq``, ``ddq`` the independent coordinates
         (:attr:`joint_names` order: the actuated joints, rad, m) and ``tau`` of the result the
         actuator efforts. The rotors' angles, rates and accelerations follow from the loops."""
@@ -233,7 +233,8 @@ class LoopEstimator:
             self._Q[0, rows] = self._qs[q_idx]                        # q_k = γ_k(y_k)
             self._Q[2, rows] += self._g[k]                            # q̈_k = G_k ÿ_k + g_k
         r = self.estimator.estimate(self._Q[0], self._Q[1], self._Q[2], imu=imu, ft=ft, load_cells=load_cells,
-                                    joint_torques=joint_torques, external_wrenches=external_wrenches)
+                                    joint_torques=joint_torques, external_wrenches=external_wrenches,
+                                    contacts=contacts)
         np.dot(self._GT, r.tau, out=self._tau)                        # τ_y = Gᵀ τ_q
         return self.result
 

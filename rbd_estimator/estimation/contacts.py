@@ -1,0 +1,282 @@
+"""Contacts that come and go: one plan per contact subset, chosen per tick; contact detection.
+
+A walking robot's contact set changes every step. Nori's system (eq. 16) has the wrench of every
+active contact among its unknowns, so each contact subset is its own system, with its own
+well-posedness and its own plan (§IV-D). :class:`SwitchingEstimator` plans every subset of the
+switchable contacts once (at most ``2^6``), records the ill-posed ones with the planner's reason, and
+per tick runs the plan of the active subset, writing the wrenches of the contacts not in contact
+as zero. :class:`ContactDetector` decides the state of ``detected`` contacts from the normal force
+the robot's own sensors measure, with hysteresis and a dwell time.
+
+Subsets are numbered by a bit mask over :attr:`SwitchingEstimator.switchable` (bit ``k`` set:
+switchable contact ``k`` is active); ``always`` contacts are active in every subset.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError, IllPosedError
+from .config import SensorConfig
+
+__all__ = ["SwitchingEstimator", "SwitchingEstimate", "ContactDetector", "subset_label"]
+
+
+def subset_label(names) -> str:
+    """``'l_foot+r_foot'``, or ``'none'`` for the empty subset."""
+    return "+".join(names) if names else "none"
+
+
+class SwitchingEstimate:
+    """Result of :meth:`SwitchingEstimator.estimate`: as :class:`~.estimator.Estimate`, over *every*
+    configured contact (``contact_wrenches`` is zero for a contact not in contact) plus ``active``
+    (bool per contact, ``contact_names`` order). Arrays are reused buffers: copy what you keep."""
+
+    def __init__(self, est: "SwitchingEstimator"):
+        nc = len(est.contact_names)
+        self.tau = np.zeros(len(est.joint_names))
+        self.contact_wrenches = np.zeros((nc, 6))
+        self.active = np.zeros(nc, dtype=bool)
+        self.joint_wrenches = np.zeros((len(est.kept_joints), 6))
+        self.residual = None
+        self.subset = None                       # the fixed-set Estimate of the subset that ran
+        self._names = est.contact_names
+
+    def contact(self, name: str) -> np.ndarray:
+        """The wrench of one contact by name (zeros when it is not in contact)."""
+        return self.contact_wrenches[self._names.index(name)]
+
+    @property
+    def base_acceleration(self) -> np.ndarray:
+        return self.subset.base_acceleration
+
+
+class SwitchingEstimator:
+    """An estimator whose contacts switch per tick (``contact.<name>.mode: commanded|detected``).
+
+    Built by :class:`~.estimator.Estimator` (``Estimator(model, config)`` returns one when the
+    configuration has switchable contacts). ``make(config)`` plans one fixed-set estimator; it is
+    called for every subset. Raises :class:`IllPosedError` only when *no* subset is well-posed.
+    """
+
+    def __init__(self, model, config: SensorConfig, make):
+        self.model, self.config = model, config
+        self.switchable = config.switchable_contacts
+        names = tuple(c.name for c in config.contacts)
+        self._index = {n: k for k, n in enumerate(names)}
+        self._bit = {n: 1 << k for k, n in enumerate(self.switchable)}
+        self._always = tuple(n for n in names if n not in self._bit)
+        n_sub = 1 << len(self.switchable)
+        self.plans: list = [None] * n_sub           # subset mask → fixed-set estimator, or None
+        self.reasons: list = [None] * n_sub         # subset mask → why it is ill-posed
+        self._rows: list = [None] * n_sub           # subset mask → rows of its contacts in contact_names
+        for mask in range(n_sub):
+            active = self.subset_names(mask)
+            self._rows[mask] = np.array([self._index[n] for n in active], dtype=np.int64)
+            try:
+                self.plans[mask] = make(config.with_active_contacts(active))
+            except IllPosedError as exc:
+                self.reasons[mask] = str(exc)
+        ok = [p for p in self.plans if p is not None]
+        if not ok:
+            raise IllPosedError("no contact subset is well-posed with these sensors: "
+                                + "; ".join(f"{subset_label(self.subset_names(m))}: {r}"
+                                            for m, r in enumerate(self.reasons)))
+        self._any = ok[-1]
+        self.result = SwitchingEstimate(self)
+        self._all = n_sub - 1
+        self._mask = np.zeros(len(names), dtype=bool)
+
+    # ------------------------------------------------------------------ names, plans
+    def subset_names(self, mask: int) -> tuple[str, ...]:
+        """The active contacts of subset ``mask`` (configuration order, ``always`` contacts included)."""
+        return tuple(c.name for c in self.config.contacts if c.name not in self._bit or mask & self._bit[c.name])
+
+    def coverage(self) -> dict:
+        """``{'l_foot+r_foot': None or reason}``: every subset, and why it is ill-posed if it is."""
+        return {subset_label(self.subset_names(m)): r for m, r in enumerate(self.reasons)}
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self._any.joint_names
+
+    @property
+    def contact_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.config.contacts)
+
+    @property
+    def contact_frames(self) -> tuple[str, ...]:
+        return tuple(c.frame for c in self.config.contacts)
+
+    @property
+    def ft_names(self) -> tuple[str, ...]:
+        return self._any.ft_names
+
+    @property
+    def kept_joints(self) -> tuple[str, ...]:
+        return self._any.kept_joints
+
+    @property
+    def _layout(self):
+        """The layout of a planned subset: the sensors' frames and rotations (the same in every subset)."""
+        return self._any._layout
+
+    @property
+    def plan(self):
+        """The plan report of the full contact set if it is well-posed, else of the largest one that is."""
+        return next(p for p in reversed(self.plans) if p is not None).plan
+
+    # ------------------------------------------------------------------ tick
+    def mask_of(self, contacts) -> int:
+        """The subset mask of ``contacts``: ``None`` (all in contact), active contact names, or a
+        boolean sequence over :attr:`contact_names`. ``always`` contacts must be active."""
+        if contacts is None:
+            return self._all
+        mask = 0
+        if not len(contacts) or isinstance(next(iter(contacts)), str):      # names (possibly none)
+            for n in contacts:
+                bit = self._bit.get(n)
+                if bit is None and n not in self._index:
+                    raise ValueError(f"contacts: '{n}' is not a configured contact {self.contact_names}")
+                mask |= bit or 0
+            given = contacts
+        else:
+            if len(contacts) != len(self._index):
+                raise ValueError(f"contacts: expected {len(self._index)} booleans in the order {self.contact_names}, "
+                                 f"got {len(contacts)}")
+            for n, on in zip(self.contact_names, contacts):
+                if on:
+                    mask |= self._bit.get(n, 0)
+            given = [n for n, on in zip(self.contact_names, contacts) if on]
+        for n in self._always:
+            if n not in given:
+                raise ValueError(f"contacts: '{n}' is declared 'always' in contact (contact.{n}.mode) and cannot be "
+                                 f"inactive")
+        return mask
+
+    def estimate(self, q, dq, ddq, imu=None, ft=None, load_cells=None, joint_torques=None,
+                 external_wrenches=None, contacts=None) -> SwitchingEstimate:
+        """:meth:`Estimator.estimate` with the contacts in ``contacts`` active (see :meth:`mask_of`);
+        raises :class:`IllPosedError` naming the subset when its sensors do not determine it.
+        ``load_cells`` by group name (a dict) or in configuration order; the groups of contacts
+        not in contact are ignored."""
+        mask = contacts if isinstance(contacts, (int, np.integer)) and not isinstance(contacts, bool) \
+            else self.mask_of(contacts)
+        est = self.plans[mask]
+        if est is None:
+            raise IllPosedError(f"contact subset {subset_label(self.subset_names(mask))}: {self.reasons[mask]}")
+        if load_cells is not None and not isinstance(load_cells, dict):
+            load_cells = {lc.name: v for lc, v in zip(self.config.load_cells, load_cells)}
+        r = est.estimate(q, dq, ddq, imu=imu, ft=ft, load_cells=load_cells, joint_torques=joint_torques,
+                         external_wrenches=external_wrenches)
+        out, rows = self.result, self._rows[mask]
+        out.tau[:] = r.tau
+        out.contact_wrenches[:] = 0.0
+        out.contact_wrenches[rows] = r.contact_wrenches
+        out.active[:] = False
+        out.active[rows] = True
+        out.joint_wrenches[:] = r.joint_wrenches
+        out.residual, out.subset = r.residual, r
+        return out
+
+    def detector(self) -> "ContactDetector":
+        """A :class:`ContactDetector` for the ``detected`` contacts of this configuration."""
+        lay = self._layout
+
+        def ft_rotation(ft):
+            sensor = lay.ft_sensor(ft)
+            return (sensor, *lay.ft_rotation(ft, sensor))
+        return ContactDetector(self._any.model, self.config, ft_rotation)
+
+    def base_state(self, result: SwitchingEstimate | None = None):
+        """:meth:`Estimator.base_state` of the last (or the given) estimate."""
+        r = (result or self.result).subset
+        return next(p for p in self.plans if p is not None and p.result is r).base_state(r)
+
+
+class ContactDetector:
+    """The state of the ``detected`` contacts from the normal force measured at each (N, along the
+    contact frame's z axis, pushing the robot away from the ground), with hysteresis and dwell:
+    a contact turns on once its force has stayed above ``force_on`` for ``dwell`` seconds and off
+    once it has stayed below ``force_off`` for ``dwell`` seconds; in between it keeps its state.
+
+    The force comes from the contact's load cells (their sum) or from a six-axis force-torque sensor
+    on the link that carries the contact frame (its force, rotated into the contact frame, with the
+    sign of its measure direction). The mass of the foot below that sensor is not compensated: set
+    the thresholds above its weight.
+    """
+
+    def __init__(self, model, config: SensorConfig, ft_rotation):
+        self.names = tuple(c.name for c in config.contacts if c.mode == "detected")
+        cs = [config.contact(n) for n in self.names]
+        self.force_on = np.array([c.force_on for c in cs])
+        self.force_off = np.array([c.force_off for c in cs])
+        self.dwell_ns = np.array([int(round(c.dwell * 1e9)) for c in cs], dtype=np.int64)
+        self.sources = tuple(_source(model, config, c, ft_rotation) for c in cs)
+        self.state = np.zeros(len(cs), dtype=bool)
+        self.force = np.zeros(len(cs))
+        self._since = np.full(len(cs), -1, dtype=np.int64)    # when the force first crossed toward the other state
+
+    def reset(self, state=False) -> None:
+        self.state[:] = state
+        self._since[:] = -1
+
+    def normal_forces(self, ft, load_cells, ft_names, cell_names) -> np.ndarray:
+        """Normal force at each detected contact from the latest readings: ``ft`` an ``(n_ft, 6)``
+        array in ``ft_names`` order, ``load_cells`` a mapping group → cell forces (N)."""
+        for k, (kind, name, n) in enumerate(self.sources):
+            if kind == "ft":
+                w = ft[ft_names.index(name)]
+                self.force[k] = n[0] * w[0] + n[1] * w[1] + n[2] * w[2]
+            else:
+                self.force[k] = float(np.sum(load_cells[name]))
+        return self.force
+
+    def update(self, force, now_ns: int) -> np.ndarray:
+        """Advance the state machines with the normal forces ``force`` (N) measured at ``now_ns``."""
+        f = np.asarray(force, dtype=float)
+        toward = np.where(self.state, f < self.force_off, f > self.force_on)   # pushes toward the other state
+        self._since[~toward] = -1
+        start = toward & (self._since < 0)
+        self._since[start] = now_ns
+        flip = toward & (now_ns - self._since >= self.dwell_ns)
+        self.state[flip] = ~self.state[flip]
+        self._since[flip] = -1
+        return self.state
+
+
+def _source(model, config: SensorConfig, c, ft_rotation):
+    """``('cells', group, None)`` or ``('ft', sensor, n)`` with ``fn = n · f_measured``."""
+    cells = [lc.name for lc in config.load_cells if lc.contact == c.name]
+    fts = {s.name: s for s in config.ft_sensors}
+    name = c.detect_from or (cells[0] if cells else "")
+    if name in cells:
+        return ("cells", name, None)
+    if not name:
+        name = _ft_above(model, config, c)
+    if name not in fts:
+        raise ConfigError(f"parameter 'contact.{c.name}.detect_from': '{name}' is neither a load-cell group of "
+                          f"contact '{c.name}' nor a configured force-torque sensor")
+    sensor, R, sign = ft_rotation(fts[name])
+    frame = model.frame(c.frame)
+    if frame.body != sensor.body:
+        raise ConfigError(f"parameter 'contact.{c.name}.detect_from': contact frame '{c.frame}' is not on the link "
+                          f"right below force-torque sensor '{name}' (joints in between): detect from load cells "
+                          f"or use mode 'commanded'")
+    # measured force = sign · R f_k (f_k: parent → child, child coordinates); the ground pushes the
+    # foot with ≈ −f_k, whose normal component in contact coordinates is −(E_c f_k)_z
+    return ("ft", name, -sign * (frame.E @ R.T)[2])
+
+
+def _ft_above(model, config: SensorConfig, c) -> str:
+    """The configured force-torque sensor whose child link carries the contact frame."""
+    body = model.frame(c.frame).body
+    for s in config.ft_sensors:
+        try:
+            b = model.ft_sensor(s.name).body if not s.joint else model.body_joint_names.index(s.joint)
+        except Exception:  # noqa: BLE001 - an unknown sensor is the layout's error to report
+            continue
+        if b == body:
+            return s.name
+    raise ConfigError(f"parameter 'contact.{c.name}.mode' is 'detected' but no load-cell group of the contact and "
+                      f"no force-torque sensor on its link '{c.frame}' measures its force: set "
+                      f"'contact.{c.name}.detect_from'")
