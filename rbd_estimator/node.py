@@ -65,6 +65,7 @@ from .ros.params import NEEDS_CONFIGURE, NEEDS_REACTIVATE, NODE_PARAMETERS, Node
 from .ros.plans import PlanSet, PlanWorker
 from .ros.stats import RollingStats
 from .ros.tick import TickCore
+from .ros.contact_state import ContactState
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 
@@ -155,7 +156,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
 
     @property
     def status(self) -> tuple:
-        """(diagnostic level, message) of the latest tick."""
+        """(diagnostic level, message) of the latest tick (an ill-posed contact subset first)."""
+        if self._subset_status is not None and self._state == "active":
+            return self._subset_status
         return self._status
 
     def input_counts(self) -> dict:
@@ -210,12 +213,13 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                     oracle = self._make_oracle(xml, config, plans, settings)
                     inputs = SensorInputs.for_estimator(plans.main.estimator, config, settings)
                     inputs.warm_up()
+                    contacts = ContactState(plans.main.estimator, settings.contact_command_timeout)
             except Exception as exc:  # every failure is reported the same way; nothing was kept
                 self.last_error = advice(exc)
                 self.get_logger().error(f"configure failed: {self.last_error}")
                 return FAILURE
             self._xml, self._config, self._settings = xml, config, settings
-            self._plans, self._oracle, self._inputs = plans, oracle, inputs
+            self._plans, self._oracle, self._inputs, self._contacts = plans, oracle, inputs, contacts
             try:
                 self._create_publishers()
             except Exception as exc:
@@ -236,12 +240,15 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 f"kernels{'' if compiled.seconds < 1.0 else ': run `rbd-estimator warm-cache` once to avoid it'}): "
                 f"{est.plan.summary()}" + (f"; preparing plans for {len(config.sensor_names)} single-sensor losses"
                                             if settings.prepare_fallbacks else ""))
+            self._log_contact_coverage(plans.main.estimator)
             return SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         with self._lock, self._tick_lock:
             self._inputs.reset()
-            self._core.last_missing = None
+            self._core.last_missing = self._core.last_subset = None
+            self._subset_status = None
+            self._contacts = ContactState(self._plans.main.estimator, self._settings.contact_command_timeout)
             self._status = (diag.OK, "active, waiting for joint states")
             self._create_subscriptions()
             if self._settings.tick == "timer":
@@ -312,12 +319,15 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         """Forget everything configure built (the objects themselves were destroyed by _release)."""
         self._active = False
         self._xml = self._config = self._settings = self._plans = self._oracle = self._inputs = None
+        self._contacts = self._contact_pub = self._contact_enc = None
+        self._subset_status = None
         self._pending = None
         self._torque_pub = self._torque_enc = None
         self._wrench_pubs: dict = {}
         self._diag_pub = self._diag_timer = self._tick_timer = None
         self._latency = RollingStats(4096)
-        self._core = TickCore(self._on_missing_changed, self._request_plan, self._on_estimate_failure)
+        self._core = TickCore(self._on_missing_changed, self._request_plan, self._on_estimate_failure,
+                              self._on_subset_changed)
         self._stale_ticks = 0
         self._oracle_checks = 0
         self._oracle_residual = self._oracle_base_residual = float("nan")
@@ -339,6 +349,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             self.destroy_lifecycle_publisher(self._torque_pub)
         for pub, _ in self._wrench_pubs.values():
             self.destroy_lifecycle_publisher(pub)
+        if self._contact_pub is not None:
+            self.destroy_lifecycle_publisher(self._contact_pub)
         if self._diag_timer is not None:
             self.destroy_timer(self._diag_timer)
         if self._diag_pub is not None:
@@ -395,6 +407,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._torque_pub = self.create_lifecycle_publisher(JointState, "~/joint_torques", OUTPUT_QOS)
         self._torque_enc = cdr.JointTorquesEncoder(est.joint_names)
         self._sync_contact_publishers()
+        self._contact_pub = self.create_lifecycle_publisher(JointState, "~/contact_state", OUTPUT_QOS)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS)
         self._diag_timer = self.create_timer(self._settings.diagnostics_period, self._publish_diagnostics,
                                              callback_group=self._diag_group)
@@ -414,6 +427,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                     pub.on_activate(None)
                 self._wrench_pubs[name] = (pub, cdr.WrenchStampedEncoder(frame))
         self._wrench_list = [self._wrench_pubs[n] for n in est.contact_names]
+        self._contact_enc = cdr.ContactStateEncoder(est.contact_names)
 
     # ================================================================== subscriptions
     def _create_subscriptions(self) -> None:
@@ -426,6 +440,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         if cfg.joint_torque_sensors and not self._jt_from_js:
             self._subs["joint_torques"] = self._io.create_subscription(
                 JointState, s.joint_torque_source(), self._on_joint_torques, INPUT_QOS, raw=True)
+        if any(c.mode == "commanded" for c in cfg.contacts):
+            self._subs["contact_command"] = self._io.create_subscription(
+                JointState, s.contact_command_topic, self._on_contact_command, TRIGGER_QOS, raw=True)
         self._sync_sensor_subscriptions()
 
     def _sync_sensor_subscriptions(self) -> None:
@@ -486,6 +503,16 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             return
         self._inputs.on_joint_torques(msg, now)
 
+    def _on_contact_command(self, raw: bytes, info) -> None:
+        """A serialized contact command (``JointState``: contact names, position 1 / 0)."""
+        try:
+            msg = cdr.decode(cdr.JOINT_STATE, raw)
+        except cdr.CdrError:
+            return
+        with self._tick_lock:
+            if self._active and self._contacts is not None:
+                self._contacts.command(msg.name, msg.position, self._received(info))
+
     def _on_sensor(self, name: str, raw: bytes, info) -> None:
         """A serialized IMU, wrench or load-cell message of sensor ``name``."""
         with self._tick_lock:
@@ -511,11 +538,14 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         header stamp ``stamp``, ns) and the cross-check."""
         if self._pending is not None:
             self._try_swap()
-        out = self._core.tick(self._inputs, self._plans, now)
+        out = self._core.tick(self._inputs, self._plans, now, self._contacts)
+        sec, nsec = divmod(stamp, 1_000_000_000)
+        c = self._contacts
+        if c is not None and c.names:
+            self._contact_pub.publish(self._contact_enc.encode(sec, nsec, c.active.astype(float), c.source, c.force))
         if out is None:
             return
         plan, r = out
-        sec, nsec = divmod(stamp, 1_000_000_000)
         self._torque_pub.publish(self._torque_enc.encode(sec, nsec, r.tau))
         for (pub, enc), w in zip(self._wrench_list, r.contact_wrenches):
             pub.publish(enc.encode(sec, nsec, w))
@@ -544,6 +574,28 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             why = reason or "preparing a plan for the remaining sensors"
             self._status = (diag.ERROR, f"ERROR: missing {names}: no well-posed sensor set ({why})")
             self.get_logger().error(f"missing {names}: publishing nothing until they return ({why})")
+
+    def _on_subset_changed(self, label, reason) -> None:
+        if reason is None:
+            if self._subset_status is not None:
+                self.get_logger().info(f"contacts {label}: well-posed again, publishing")
+            self._subset_status = None
+        else:
+            self._subset_status = (diag.ERROR, f"ERROR: contact subset {label} is ill-posed with these sensors")
+            self.get_logger().error(f"contacts {label}: ill-posed with these sensors, publishing nothing until the "
+                                    f"contacts change ({reason})")
+
+    def _log_contact_coverage(self, est) -> None:
+        """List, at configure, which contact subsets have a plan and why the others do not."""
+        if not hasattr(est, "coverage"):
+            return
+        cov = est.coverage()
+        ok = [k for k, r in cov.items() if r is None]
+        self.get_logger().info(f"contact subsets planned ({len(ok)} of {len(cov)}): {', '.join(ok)}")
+        for k, r in cov.items():
+            if r is not None:
+                self.get_logger().warning(f"contact subset {k} is ill-posed with these sensors (ERROR, no output, "
+                                          f"while it lasts): {r}")
 
     def _cross_check(self, plan, r, inp) -> None:
         try:
@@ -644,6 +696,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._config, self._settings = pending.config, pending.settings
         self._plans, self._oracle = pending.plans, pending.oracle
         self._inputs.configure(pending.config, pending.settings)
+        self._contacts = ContactState(pending.plans.main.estimator, pending.settings.contact_command_timeout)
+        self._core.last_subset = None
+        self._log_contact_coverage(pending.plans.main.estimator)
         self._sync_contact_publishers()
         if self._active:
             self._sync_sensor_subscriptions()
@@ -716,6 +771,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         if pub is None:
             return
         level, message = self._status if self._state == "active" else (diag.OK, self._state)
+        if self._state == "active" and self._subset_status is not None:
+            level, message = max(level, self._subset_status[0]), self._subset_status[1] + "; " + message
         values = {"state": self._state, "status": message}
         plans, inp = self._plans, self._inputs
         if plans is not None:
@@ -738,6 +795,13 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                       oracle_checks=self._oracle_checks, oracle_tolerance=tol)
         if self._oracle_error:
             values["oracle_error"] = self._oracle_error
+        c = self._contacts
+        if c is not None and c.switchable:
+            values.update({"contacts/subset": c.label(c.mask), "contacts/switches": c.switches,
+                           "contacts/ill_posed_ticks": core.ill_posed_subset_ticks,
+                           "contacts/unknown_commands": c.unknown_commands})
+            values.update({f"contacts/time_s/{k}": v for k, v in sorted(c.time_in.items())})
+            values.update({f"contacts/ill_posed/{k}": r for k, r in c.est.coverage().items() if r is not None})
         if self._configure_time is not None:                       # once after each configure
             values["configure_seconds"], values["configure_compile_seconds"] = self._configure_time
             self._configure_time = None

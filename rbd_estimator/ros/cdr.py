@@ -186,6 +186,30 @@ class JointTorquesEncoder:
                          np.ascontiguousarray(tau, dtype="<f8").tobytes()))
 
 
+class ContactStateEncoder:
+    """``sensor_msgs/JointState`` with fixed names (the contacts) and per tick ``position``,
+    ``velocity`` and ``effort`` (what the node publishes on ``~/contact_state``, see
+    :mod:`~rbd_estimator.ros.contact_state`)."""
+
+    def __init__(self, names, frame_id: str = ""):
+        b = _Builder()
+        b.b += _STAMP.pack(0, 0)
+        b.string(frame_id)
+        b.u32(len(names))
+        for s in names:
+            b.string(s)
+        self._middle = bytes(b.b[12:])
+
+    def encode(self, sec: int, nanosec: int, position, velocity, effort) -> bytes:
+        b = _Builder()
+        b.b += _STAMP.pack(sec, nanosec)
+        b.b += self._middle
+        b.doubles(position)
+        b.doubles(velocity)
+        b.doubles(effort)
+        return bytes(b.b)
+
+
 class WrenchStampedEncoder:
     """``geometry_msgs/WrenchStamped`` with a fixed frame id, ``[fx, fy, fz, tx, ty, tz]``."""
 
@@ -207,5 +231,5 @@ def encode_string(s: str) -> bytes:
     return bytes(b.b)
 
 
-__all__ = ["CdrError", "decode", "DECODERS", "JointTorquesEncoder", "WrenchStampedEncoder", "encode_string",
+__all__ = ["CdrError", "decode", "DECODERS", "JointTorquesEncoder", "ContactStateEncoder", "WrenchStampedEncoder", "encode_string",
            "JOINT_STATE", "IMU", "WRENCH_STAMPED", "FLOAT64_MULTI_ARRAY", "STRING"]

@@ -32,6 +32,11 @@ NODE_PARAMETERS = {
     "diagnostics_period": (1.0, "Seconds between /diagnostics messages."),
     "prepare_fallbacks": (True, "Plan every single-sensor loss in the background after configure (and after a "
                                 "reconfiguration). False: plan a loss when it first happens (ERROR until ready)."),
+    "contact_command_topic": ("contact_command", "sensor_msgs/JointState from the walking controller: name = contacts "
+                                                 "with contact.<name>.mode 'commanded', position 1.0 in contact / 0.0 "
+                                                 "in the air."),
+    "contact_command_timeout": (0.5, "Seconds after which a contact command no longer counts (the commanded "
+                                     "contacts are then taken as in contact); 0: a command never times out."),
     "strict_model": (False, "True: refuse a robot description with physically inconsistent inertias or massless "
                             "moving subtrees (ModelError) instead of loading it with a warning per link."),
 }
@@ -40,7 +45,7 @@ NODE_PARAMETERS = {
 NEEDS_CONFIGURE = frozenset({"robot_description", "robot_description_topic", "robot_description_timeout",
                              "strict_model"})
 #: Subscriptions and the tick source: refused while active (deactivate, change, activate).
-NEEDS_REACTIVATE = frozenset({"joint_states_topic", "joint_torque_topic", "tick", "rate_hz"})
+NEEDS_REACTIVATE = frozenset({"joint_states_topic", "joint_torque_topic", "tick", "rate_hz", "contact_command_topic"})
 
 TICK_SOURCES = ("joint_states", "timer")
 #: Prefix of the force-torque offset parameters (``ft_offsets.<sensor>``: [fx, fy, fz, tx, ty, tz]).
@@ -65,6 +70,8 @@ class NodeSettings:
     oracle_tolerance: float
     diagnostics_period: float
     prepare_fallbacks: bool
+    contact_command_topic: str = "contact_command"
+    contact_command_timeout: float = 0.5
     strict_model: bool = False
     #: ``((sensor, (fx, fy, fz, tx, ty, tz)), ...)`` from the ``ft_offsets.<sensor>`` parameters:
     #: subtracted from every reading of that sensor (:func:`~rbd_estimator.estimation.calibration.apply_offsets`)

@@ -28,25 +28,32 @@ class TickCore:
     """
 
     __slots__ = ("ticks", "outputs", "no_output", "estimate_failures", "nonfinite_outputs", "last_missing",
-                 "plan_in_use", "on_missing_changed", "request_plan", "on_estimate_failure")
+                 "plan_in_use", "on_missing_changed", "request_plan", "on_estimate_failure", "on_subset_changed",
+                 "last_subset", "ill_posed_subset_ticks")
 
-    def __init__(self, on_missing_changed=None, request_plan=None, on_estimate_failure=None):
+    def __init__(self, on_missing_changed=None, request_plan=None, on_estimate_failure=None, on_subset_changed=None):
+        """``on_subset_changed(label, reason)``: the contact subset changed (``reason``: why it has
+        no plan, or None)."""
         self.on_missing_changed = on_missing_changed
         self.request_plan = request_plan
         self.on_estimate_failure = on_estimate_failure
+        self.on_subset_changed = on_subset_changed
         self.reset_counters()
 
     def reset_counters(self) -> None:
         self.ticks = self.outputs = self.no_output = self.estimate_failures = self.nonfinite_outputs = 0
-        self.last_missing = None
+        self.ill_posed_subset_ticks = 0
+        self.last_missing = self.last_subset = None
         self.plan_in_use = None
 
-    def tick(self, inputs, plans, now: int):
+    def tick(self, inputs, plans, now: int, contacts=None):
         """Estimate from the latest samples at node time ``now`` (ns). Returns ``(plan, result)``
         (``result.tau``, ``result.contact_wrenches`` in the plan's joint and contact order), or
-        None when nothing is to be published this tick (no plan for the missing sensors, a failed
-        estimate, a non-finite result)."""
+        None when nothing is to be published this tick (no plan for the missing sensors or for the
+        contact subset, a failed estimate, a non-finite result). ``contacts``: the
+        :class:`~rbd_estimator.ros.contact_state.ContactState` (switchable contacts)."""
         self.ticks += 1
+        mask = contacts.update(inputs, now) if contacts is not None and contacts.switchable else None
         missing = inputs.missing(now)
         plan, reason = plans.lookup(missing)
         if plan is None and reason is None and plans.request(missing):
@@ -61,6 +68,8 @@ class TickCore:
         if plan is None:
             self.no_output += 1
             return None
+        if mask is not None and self._subset_unavailable(plan, contacts, mask):
+            return None
         self.plan_in_use = plan
         slots = inputs.slots
         try:
@@ -69,7 +78,7 @@ class TickCore:
                 imu=inputs.imu if plan.has_imu else None,
                 ft=inputs.ft_for(plan.ft_names),
                 load_cells={n: slots[n].value for n in plan.load_cell_names} if plan.load_cell_names else None,
-                joint_torques=inputs.joint_torques_for(plan.joint_torque_names))
+                joint_torques=inputs.joint_torques_for(plan.joint_torque_names), contacts=mask)
         except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
             self.estimate_failures += 1
             self.no_output += 1
@@ -83,6 +92,22 @@ class TickCore:
             return None
         self.outputs += 1
         return plan, r
+
+    def _subset_unavailable(self, plan, contacts, mask) -> bool:
+        """Report a change of contact subset; True (no output this tick) when the plan of the
+        missing sensors has no well-posed estimate for it."""
+        est = plan.estimator
+        reason = est.reasons[mask] if hasattr(est, "reasons") else None
+        key = (mask, reason)
+        if key != self.last_subset:
+            self.last_subset = key
+            if self.on_subset_changed is not None:
+                self.on_subset_changed(contacts.label(mask), reason)
+        if reason is not None:
+            self.ill_posed_subset_ticks += 1
+            self.no_output += 1
+            return True
+        return False
 
 
 def _finite(a) -> bool:
