@@ -1,12 +1,16 @@
 """Demo: the estimator node on a simulated humanoid, compared with the ground truth.
 
-    python -m rbd_estimator.demo [--duration 5] [--rate 1000] [--noise 1] [--plot rbd_estimator_demo.png]
+    python -m rbd_estimator.demo [--duration 5] [--rate 1000] [--noise 1] [--stand] [--plot rbd_estimator_demo.png]
     bash scripts/quickstart.sh demo
 
 1. **Simulate** (before anything is published): the shipped humanoid (``urdf/humanoid.urdf``,
-   ``config/humanoid.yaml``) floats with its feet pushed by prescribed wrenches that roughly carry
-   its weight (half of it upward on each sole, with torques that cancel its moment about the
-   centre of mass), while PD controllers with an inverse-dynamics
+   ``config/humanoid.yaml``) *walks in place*: it alternates double support and single support on
+   each foot (:func:`gait`), the swing leg lifting its foot, while the feet in contact are pushed
+   by prescribed wrenches that carry its weight (shared between them, upward, with torques that
+   cancel its moment about the centre of mass; the foot in the air carries nothing). The walking
+   controller's contact state is published on ``contact_command`` (``contact.<name>.mode:
+   commanded``, see :mod:`rbd_estimator.ros.contact_state`); ``--stand`` keeps both feet down.
+   PD controllers with an inverse-dynamics
    feedforward (:func:`rbd_estimator.dynamics.rnea`) track joint sinusoids. The motion is integrated at ``--rate``
    with the package's own articulated-body algorithm (:func:`rbd_estimator.dynamics.aba`, floating
    base, semi-implicit Euler). The sensor readings of every step — joint states, IMU, the six
@@ -16,8 +20,10 @@
 2. **Run**: starts the node (``python -m rbd_estimator.node`` in a subprocess, its own namespace),
    configures and activates it through its ``change_state`` service as a user would, publishes
    the readings at ``--rate`` and records ``~/joint_torques`` and ``~/contact_wrenches/*``.
-3. **Report**: RMS errors per joint and per contact against the truth of each estimate's stamp,
-   and a plot of estimated versus true torques and wrenches (``--plot``; matplotlib, Agg).
+3. **Report**: RMS errors per joint and per contact against the truth of each estimate's stamp over
+   the steady part (after the first :data:`STEADY_AFTER` seconds, when the PD servos' start-up
+   transient and the acceleration filter have settled), and a plot of estimated versus true torques,
+   wrenches and the contact state (``--plot``; matplotlib, Agg).
 
 The errors without noise come from the node's acceleration filter (finite differences of the
 published velocities, low-pass at ``acceleration_cutoff_hz``), the only approximation in the chain.
@@ -39,6 +45,11 @@ from .spatial import inertia_from_mcI, plux
 from .estimation import Estimator, SensorConfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: Seconds of start-up transient left out of the reported errors.
+STEADY_AFTER = 0.3
+#: The gait: stride period (s), double-support share of each half stride, swing-foot lift (rad of knee).
+STRIDE, DOUBLE_SUPPORT, LIFT = 1.0, 0.3, 0.5
 
 #: Standard deviations of the sensor noise at ``--noise 1``.
 NOISE = {"q": 1e-4, "dq": 1e-3, "gyro": 2e-3, "acc": 0.02, "force": 0.3, "torque": 0.02}
@@ -74,6 +85,7 @@ class Recording:
     ft: np.ndarray = None             # (steps, n_ft, 6)
     tau: np.ndarray = None            # (steps, n) true joint torques
     wrenches: np.ndarray = None       # (steps, n_contacts, 6) true contact wrenches, contact frames
+    active: np.ndarray = None         # (steps, n_contacts) contact state (the walking controller's)
 
 
 def _quat_mul(a, b):
@@ -99,9 +111,10 @@ def _world_poses(model, q):
     return E, r
 
 
-def _support_wrenches(model, q, frames, weight):
+def _support_wrenches(model, q, frames, weight, share):
     """Wrenches on the sole frames (each in its own frame) that carry the weight with no moment
-    about the centre of mass: equal upward forces, and equal torques cancelling their moment."""
+    about the centre of mass: upward forces ``share[i] · weight``, and torques cancelling their
+    moment in the same shares."""
     E, r = _world_poses(model, q)
     mass, com = 0.0, np.zeros(3)
     for i in range(model.NB):
@@ -109,14 +122,59 @@ def _support_wrenches(model, q, frames, weight):
         mass += m_i
         com += m_i * (r[i] + E[i].T @ c_i)
     com /= mass
-    f = np.array([0.0, 0.0, weight / len(frames)])
+    f = [np.array([0.0, 0.0, a * weight]) for a in share]
     poses = []
     for name in frames:
         fr = model.frame(name)
         poses.append((fr.E @ E[fr.body], r[fr.body] + E[fr.body].T @ fr.r))
-    moment = sum(np.cross(p - com, f) for _, p in poses)
-    t = -moment / len(frames)
-    return np.array([np.concatenate([Ef @ f, Ef @ t]) for Ef, _ in poses])
+    moment = sum(np.cross(p - com, fi) for (_, p), fi in zip(poses, f))
+    return np.array([np.concatenate([Ef @ fi, -a * (Ef @ moment)]) for (Ef, _), fi, a in zip(poses, f, share)])
+
+
+def gait(t: float, walk: bool = True):
+    """``(active, share, swing)`` at time ``t``: the feet in contact (left, right), the share of the
+    weight each carries, and in single support the swing foot's lift profile ``(side, s, ṡ, s̈)``
+    with ``s = sin⁴(π τ/T)`` over the swing of duration ``T`` (zero rate and acceleration at lift-off
+    and touchdown, so that the joint accelerations stay continuous).
+    The first :data:`STEADY_AFTER` seconds are double support with equal shares. Then each half
+    stride starts with ``DOUBLE_SUPPORT`` of it in double support, during which the weight moves
+    smoothly (cosine ramp) onto the foot that stays, so that the foot lifts unloaded, as in walking;
+    then that foot swings (the left foot first, then the right)."""
+    both = np.array([True, True])
+    if not walk or t < STEADY_AFTER:
+        return both, np.array([0.5, 0.5]), None
+    half = STRIDE / 2
+    u = t - STEADY_AFTER
+    side, tau = (0, u % STRIDE) if u % STRIDE < half else (1, u % STRIDE - half)   # the foot that swings
+    ds = DOUBLE_SUPPORT * half
+    share = np.zeros(2)
+    if tau < ds:
+        start = 0.5 if u < half else 1.0               # its share when this double support began
+        share[side] = start * 0.5 * (1.0 + np.cos(np.pi * tau / ds))
+        share[1 - side] = 1.0 - share[side]
+        return both, share, None
+    T, x = half - ds, tau - ds
+    w = np.pi / T
+    active = both.copy()
+    active[side] = False
+    share[1 - side] = 1.0
+    sn, cs = np.sin(w * x), np.cos(w * x)
+    return active, share, (side, sn ** 4, 4 * w * sn ** 3 * cs, w * w * (12 * sn ** 2 * cs ** 2 - 4 * sn ** 4))
+
+
+def _swing_offsets(names, swing):
+    """Reference offsets ``(Δq, Δq̇, Δq̈)`` that lift the swing foot: hip flexes, knee bends, ankle follows."""
+    n = len(names)
+    d = np.zeros((3, n))
+    if swing is None:
+        return d
+    side, *s = swing
+    prefix = "lr"[side] + "_"
+    for k, name in enumerate(names):
+        for key, gain in (("hip_pitch", -0.5 * LIFT), ("knee", LIFT), ("ankle_pitch", -0.5 * LIFT)):
+            if name == prefix + key:
+                d[:, k] = gain * np.array(s)
+    return d
 
 
 def nominal_pose(names) -> np.ndarray:
@@ -130,8 +188,10 @@ def nominal_pose(names) -> np.ndarray:
     return q
 
 
-def simulate(xml: str, config, duration: float, rate: float, noise: float, seed: int = 0, log=print) -> Recording:
-    """Integrate the humanoid (PD-tracked joint sinusoids, prescribed foot wrenches) and record readings."""
+def simulate(xml: str, config, duration: float, rate: float, noise: float, seed: int = 0, log=print,
+             walk: bool = True) -> Recording:
+    """Integrate the humanoid (PD-tracked joint sinusoids, the gait's swing legs, prescribed wrenches on
+    the feet in contact) and record readings."""
     from .estimation.synthetic import measure
 
     est = Estimator.from_urdf(xml, config)
@@ -160,6 +220,7 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
     rec.q, rec.dq, rec.tau = np.zeros((steps, n)), np.zeros((steps, n)), np.zeros((steps, n))
     rec.ft = np.zeros((steps, len(est.ft_names), 6))
     rec.wrenches = np.zeros((steps, len(soles), 6))
+    rec.active = np.zeros((steps, len(soles)), dtype=bool)
     t_start, last = time.monotonic(), time.monotonic()
     tau_full = np.zeros(m.nv)
     for k in range(steps):
@@ -167,16 +228,18 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
         s = np.sin(2 * np.pi * freq * t + phase)
         c = np.cos(2 * np.pi * freq * t + phase)
         w2 = (2 * np.pi * freq) ** 2
-        q_ref, dq_ref, ddq_ref = q_nom + amp * s, amp * 2 * np.pi * freq * c, -amp * w2 * s
-        if k % 10 == 0:     # held for 10 steps (100 Hz): the simulation's cost is in these two
-            # the soles carry the weight with no moment about the centre of mass (no tumbling)
-            W = _support_wrenches(m, q, soles, weight)
-            f_ext = {f: W[i] for i, f in enumerate(soles)}
-            # inverse-dynamics feedforward of the reference acceleration and of the foot wrenches
-            # (computed as if the base did not accelerate)
-            a_ff = np.zeros(m.nv)
-            a_ff[jv] = ddq_ref
-            tau_ff = rnea(m, q, v, a_ff, f_ext)[jv]
+        active, share, swing = gait(t, walk)
+        lift = _swing_offsets(m.joint_names, swing)
+        q_ref, dq_ref, ddq_ref = q_nom + amp * s + lift[0], amp * 2 * np.pi * freq * c + lift[1], -amp * w2 * s + lift[2]
+        # the soles in contact carry the weight with no moment about the centre of mass (no tumbling);
+        # every step, so that the load moves smoothly from one foot to the other
+        W = _support_wrenches(m, q, soles, weight, share)
+        f_ext = {f: W[i] for i, f in enumerate(soles) if active[i]}
+        # inverse-dynamics feedforward of the reference acceleration and of the foot wrenches
+        # (computed as if the base did not accelerate), every step: the torques stay smooth
+        a_ff = np.zeros(m.nv)
+        a_ff[jv] = ddq_ref
+        tau_ff = rnea(m, q, v, a_ff, f_ext)[jv]
         tau = Kp * (q_ref - q[jq]) + Kd * (dq_ref - v[jv]) + tau_ff
         tau_full[jv] = tau
         a = aba(m, q, v, tau_full, f_ext)
@@ -193,6 +256,7 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
         rec.ft[k] = ft
         rec.tau[k] = tau
         rec.wrenches[k] = W
+        rec.active[k] = active
         # semi-implicit Euler; the base integrates its body velocity on SE(3) to first order
         v += a * dt
         q[jq] += v[jv] * dt
@@ -214,11 +278,12 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
 
 
 # ============================================================================ report
-def rms_errors(rec: Recording, received: dict, stamps: np.ndarray):
-    """Per-joint and per-contact RMS errors over the estimates received. ``received`` maps a stamp
-    (ns) to ``(tau, wrenches)``; ``stamps[k]`` is the stamp of step ``k``."""
+def rms_errors(rec: Recording, received: dict, stamps: np.ndarray, steady_after: float = STEADY_AFTER):
+    """Per-joint and per-contact RMS errors over the estimates received after ``steady_after``
+    seconds. ``received`` maps a stamp (ns) to ``(tau, wrenches)``; ``stamps[k]`` is the stamp of step ``k``."""
     index = {int(s): k for k, s in enumerate(stamps)}
-    ks = sorted(index[s] for s in received if s in index)
+    first = int(round(steady_after / rec.dt))
+    ks = sorted(index[s] for s in received if s in index and index[s] >= first)
     if not ks:
         return None
     tau_est = np.array([received[int(stamps[k])][0] for k in ks])
@@ -236,6 +301,11 @@ def print_report(rec: Recording, res, published: int, stats: dict, out=print) ->
         out(f"input-to-output latency: median {stats['median'] * 1e3:.2f} ms, p99 {stats['p99'] * 1e3:.2f} ms, "
             f"max {stats['max'] * 1e3:.2f} ms")
     out("")
+    if rec.active is not None and not rec.active.all():
+        ds = rec.active.all(axis=1)[res["steps"]]
+        out(f"walking: {int(ds.sum())} estimates in double support, {int((~ds).sum())} in single support "
+            f"(contact state commanded by the simulated walking controller)")
+    out(f"errors over the steady part (after the first {STEADY_AFTER:g} s of start-up transient):")
     out(f"{'joint':<22}{'RMS error (N·m)':>16}{'RMS torque (N·m)':>18}")
     true_rms = np.sqrt(np.mean(rec.tau[res['steps']] ** 2, axis=0))
     for name, e, r in zip(rec.joint_names, res["tau_rms"], true_rms):
@@ -255,7 +325,7 @@ def plot(rec: Recording, res, path: str) -> None:
     t = res["steps"] * rec.dt
     joints = [j for j in ("l_hip_pitch", "l_knee", "r_ankle_pitch", "l_shoulder_pitch") if j in rec.joint_names]
     joints = joints or list(rec.joint_names[:4])
-    fig, axes = plt.subplots(3, 2, figsize=(12, 10), sharex=True)
+    fig, axes = plt.subplots(4, 2, figsize=(12, 12), sharex=True)
     for ax, j in zip(axes[:2].flat, joints):
         k = rec.joint_names.index(j)
         ax.plot(t_all, rec.tau[:, k], "k-", lw=1.5, label="true")
@@ -269,6 +339,13 @@ def plot(rec: Recording, res, path: str) -> None:
             ax.plot(t, res["w_est"][:, c, comp], ".", ms=1.5, label=f"{style} estimate")
         ax.set_title(f"{name} contact force (N, sole frame; black: true)")
         ax.legend(loc="upper right", fontsize=8)
+        if rec.active is not None:
+            ax = axes[3, c]
+            ax.step(t_all, rec.active[:, c].astype(float), "k-", where="post", label="in contact (commanded)")
+            ax.plot(t, res["w_est"][:, c, 2] > 1e-9, "g.", ms=1.0, label="estimate has a wrench")
+            ax.set_ylim(-0.2, 1.2)
+            ax.set_title(f"{name} contact state")
+            ax.legend(loc="upper right", fontsize=8)
         ax.set_xlabel("time (s)")
     fig.suptitle("rbd_estimator demo: estimated versus true joint torques and contact wrenches")
     fig.tight_layout()
@@ -285,21 +362,24 @@ def main(argv=None) -> int:
                     help="sensor noise scale (0: exact readings; 1: the standard deviations in NOISE)")
     ap.add_argument("--plot", default="rbd_estimator_demo.png", help="output image (default %(default)s)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stand", action="store_true", help="both feet stay in contact (no walking)")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     xml = open(share_file("urdf", "humanoid.urdf"), encoding="utf-8").read()
     params_file = share_file("config", "humanoid.yaml")
     config = SensorConfig.from_yaml(params_file)
-    print(f"simulating {args.duration:g} s of the humanoid at {args.rate:g} Hz (aba, PD joint sinusoids, "
-          f"noise x{args.noise:g}) ...", flush=True)
+    print(f"simulating {args.duration:g} s of the humanoid {'standing' if args.stand else 'walking'} at "
+          f"{args.rate:g} Hz (aba, PD joint sinusoids, noise x{args.noise:g}) ...", flush=True)
     rec = simulate(xml, config, args.duration, args.rate, args.noise, args.seed,
-                   log=lambda s: print(s, flush=True))
+                   log=lambda s: print(s, flush=True), walk=not args.stand)
     print(f"  done in {time.monotonic() - t0:.1f} s", flush=True)
 
     from .ros.demo_runner import run_node_and_publish   # the ROS side (rclpy, messages)
     # the demo loses no sensor: skip the background plans for sensor losses
-    received, stamps, published, stats = run_node_and_publish(xml, params_file, rec, args.rate,
-                                                              overrides={"prepare_fallbacks": False})
+    overrides = {"prepare_fallbacks": False}
+    if not args.stand:      # the walking controller commands the contact state
+        overrides.update({f"contact.{c}.mode": "commanded" for c in rec.contact_names})
+    received, stamps, published, stats = run_node_and_publish(xml, params_file, rec, args.rate, overrides=overrides)
     res = rms_errors(rec, received, stamps)
     if res is None:
         print("no estimate was received: see the node's log above", file=sys.stderr)

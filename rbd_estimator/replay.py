@@ -40,6 +40,7 @@ from .ros.inputs import SensorInputs
 from .ros.params import NodeSettings
 from .ros.plans import PlanSet
 from .ros.tick import TickCore
+from .ros.contact_state import ContactState
 
 
 class ReplayError(RuntimeError):
@@ -129,6 +130,9 @@ class Replayer:
         self.handlers: dict = {self.js_topic: (cdr.JOINT_STATE, self._on_joint_state)}
         if config.joint_torque_sensors and not self.jt_from_js:
             self.handlers[r(s.joint_torque_source())] = (cdr.JOINT_STATE, self._on_joint_torques)
+        self.contacts = ContactState(est, s.contact_command_timeout)
+        if any(c.mode == "commanded" for c in config.contacts):
+            self.handlers[r(s.contact_command_topic)] = (cdr.JOINT_STATE, self._on_contact_command)
         types = {"imu": cdr.IMU, "ft": cdr.WRENCH_STAMPED, "load_cell": cdr.FLOAT64_MULTI_ARRAY}
         self._sensor_slots = {}                         # topic → input slot (read by the compiled loop)
         for name, slot in self.inputs.slots.items():
@@ -166,6 +170,14 @@ class Replayer:
             return CDR_ERROR
         return int(self.inputs.on_joint_torques(msg, now))
 
+    def _on_contact_command(self, raw, now: int) -> int:
+        try:
+            msg = cdr.decode(cdr.JOINT_STATE, raw)
+        except cdr.CdrError:
+            return CDR_ERROR
+        self.contacts.command(msg.name, msg.position, now)
+        return 1
+
     def _timer_until(self, now: int) -> None:
         """Timer ticks (``tick: timer``) due before ``now``, as the node's timer at ``rate_hz``."""
         if self._next_timer is None:
@@ -180,7 +192,7 @@ class Replayer:
             self._tick(t, js.stamp_ns)
 
     def _tick(self, now: int, stamp: int) -> None:
-        out = self.core.tick(self.inputs, self.plans, now)
+        out = self.core.tick(self.inputs, self.plans, now, self.contacts)
         if out is None:
             return
         _, r = out
@@ -249,8 +261,8 @@ class Replayer:
         return undecodable
 
     def _batch_ok(self) -> bool:
-        """Whether the compiled loop applies: ticks on joint states, no joint torques in them."""
-        return self.tick_on_js and not self.jt_from_js
+        """Whether the compiled loop applies: ticks on joint states, no joint torques in them, fixed contacts."""
+        return self.tick_on_js and not self.jt_from_js and not self.contacts.switchable
 
     def _main_ok(self) -> bool:
         """The tick state is "all sensors fresh, main plan in use": what :func:`~rbd_estimator.ros.batch.run`

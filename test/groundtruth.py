@@ -180,9 +180,11 @@ class Trajectory:
     (minimum-norm change from a nominal stance) so that the floating-base equations hold.
     """
 
-    def __init__(self, est, seed=0, dt_ns=1_000_000, t0_ns=1_700_000_000_000_000_000, schedule=None):
+    def __init__(self, est, seed=0, dt_ns=1_000_000, t0_ns=1_700_000_000_000_000_000, schedule=None, noise=0.0):
         """``schedule(k)``: the contacts in contact at step ``k`` (bool per contact; default all):
-        the others carry no wrench (a walking gait)."""
+        the others carry no wrench (a walking gait). ``noise``: readings with Gaussian noise of
+        ``noise ×`` each sensor's configured standard deviation (``synthetic.measure``)."""
+        self.noise, self._noise_seed = noise, seed
         self.est, self.m, self.cfg = est, est.model, est.config
         self.schedule = schedule or (lambda k: np.ones(len(self.cfg.contacts), dtype=bool))
         rng = np.random.default_rng(seed)
@@ -245,7 +247,8 @@ class Trajectory:
             assert np.max(np.abs(self._base_wrench(q, v, a, W))) < 1e-8
         else:
             q, v, a = qj, vj, self.a.copy()
-        readings = measure(self.est, q, v, a, np.array(W))
+        readings = measure(self.est, q, v, a, np.array(W), rng=np.random.default_rng((self._noise_seed, k)),
+                           noise=self.noise)
         out = dict(stamp=self.stamp(k), q=qj, dq=vj, readings=readings, tau=np.array(readings.tau),
                    wrenches=np.array(W), active=active)
         self._cache[k] = out

@@ -92,6 +92,7 @@ class Client:
         self.js = self.node.create_publisher(JointState, "joint_states", qos)
         self.imu = self.node.create_publisher(Imu, "imu", qos)
         self.ft = [self.node.create_publisher(WrenchStamped, f"ft/{n}", qos) for n in ft_names]
+        self.contact_command = self.node.create_publisher(JointState, "contact_command", qos)
         self.contact_names = tuple(contact_names)
         self.joint_names = list(joint_names)
         self._tau_raw, self._wrench_raw, self.arrival = {}, {c: {} for c in contact_names}, {}
@@ -251,17 +252,26 @@ def publish_loop(client: Client, rec, rate: float, wire_order=None, progress=Non
         m = WrenchStamped()
         m.header.frame_id = name
         ft_frames.append(_Frame(m, [(_wrench, 6)]))
+    cmd_frame = None
+    if getattr(rec, "active", None) is not None:         # the walking controller's contact state
+        cmd = JointState()
+        cmd.name = list(rec.contact_names)
+        cmd_frame = _Frame(cmd, [(_fields("position"), len(rec.contact_names))])
     stamps = np.zeros(steps, dtype=np.int64)
     sent = np.zeros(steps, dtype=np.int64)
     gc.collect()
     gc.freeze()                  # no full garbage collection (milliseconds holding the GIL) while publishing
     try:
-        return _publish_steps(client, rec, period, order, js_frame, imu_frame, ft_frames, stamps, sent, progress)
+        return _publish_steps(client, rec, period, order, js_frame, imu_frame, ft_frames, stamps, sent, progress,
+                              cmd_frame)
     finally:
         gc.unfreeze()
 
 
-def _publish_steps(client, rec, period, order, js_frame, imu_frame, ft_frames, stamps, sent, progress):
+def _publish_steps(client, rec, period, order, js_frame, imu_frame, ft_frames, stamps, sent, progress,
+                   cmd_frame=None):
+    """The publishing loop; with ``cmd_frame`` the contact command goes out when it changes and
+    every 100 steps (well within the node's ``contact_command_timeout``), before the step's sensors."""
     late = 0
     t0 = time.perf_counter()
     stamp0 = time.time_ns()
@@ -274,6 +284,8 @@ def _publish_steps(client, rec, period, order, js_frame, imu_frame, ft_frames, s
         if now - target > period:
             late += 1
         stamps[k] = stamp = stamp0 + int(k * period * 1e9)
+        if cmd_frame is not None and (k % 100 == 0 or not np.array_equal(rec.active[k], rec.active[k - 1])):
+            client.contact_command.publish(cmd_frame.bytes(stamp, rec.active[k].astype(float)))
         o, w, a = rec.imu[k]
         client.imu.publish(imu_frame.bytes(stamp, o, w, a))
         for pub, frame, wr in zip(client.ft, ft_frames, rec.ft[k]):
