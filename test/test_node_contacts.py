@@ -39,6 +39,8 @@ class WalkingSim(Sim):
         self.states[stamp_of(msg)] = (list(msg.name), np.array(msg.position), np.array(msg.velocity))
 
     def command(self, k):
+        if self.node._contacts.detector is not None:
+            return                                   # detected: the node decides from the force-torque sensors
         active = self.traj.frame(k)["active"]
         if self._last_cmd is not None and np.array_equal(active, self._last_cmd):
             return
@@ -65,25 +67,27 @@ def gait(k):
     return np.array([phase != 2, phase != 0])
 
 
-def switchable(cfg):
-    return replace(cfg, contacts=tuple(replace(c, mode="commanded") for c in cfg.contacts))
+def switchable(cfg, mode="commanded", **kw):
+    return replace(cfg, contacts=tuple(replace(c, mode=mode, **kw) for c in cfg.contacts))
 
 
 def _flat(cfg, xml, **kw):
     flat = params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=0, prepare_fallbacks=False, **kw)
     for c in cfg.contacts:
-        flat[f"contact.{c.name}.mode"] = c.mode
+        flat.update({f"contact.{c.name}.{f}": getattr(c, f) for f in ("mode", "force_on", "force_off", "dwell")})
     if cfg.imu.use_angular_acceleration:
         flat["imu.use_angular_acceleration"] = True
     return flat
 
 
-def test_walking_with_force_torque_sensors_switches_without_skipping_a_tick(ros):
-    """Six force-torque sensors, contacts commanded: every tick of the gait has an estimate equal to
-    the truth; the foot in the air publishes a zero wrench with the tick's stamp; the contact state
-    says which feet are in contact and that the decision was commanded."""
+@pytest.mark.parametrize("mode", ["commanded", "detected"])
+def test_walking_with_force_torque_sensors_switches_without_skipping_a_tick(ros, mode):
+    """Six force-torque sensors, contacts commanded (or detected from the ankle sensors, no dwell):
+    every tick of the gait has an estimate equal to the truth; the foot in the air publishes a zero
+    wrench with the tick's stamp; the contact state says which feet are in contact and where the
+    decision came from."""
     xml = read(HUMANOID)
-    cfg = switchable(SensorConfig.from_yaml(HUMANOID_YAML))
+    cfg = switchable(SensorConfig.from_yaml(HUMANOID_YAML), mode, force_on=40.0, force_off=20.0, dwell=0.0)
     est = Estimator.from_urdf(xml, cfg)
     ns = unique_ns("walk")
     node = ros.estimator(_flat(cfg, xml), ns)
@@ -102,7 +106,7 @@ def test_walking_with_force_torque_sensors_switches_without_skipping_a_tick(ros)
             f = sim.traj.frame(k)
             names, pos, src = sim.states[f["stamp"]]
             assert names == list(est.contact_names) and np.array_equal(pos > 0.5, f["active"])
-            assert np.all(src == 1.0)                                     # commanded
+            assert np.all(src == (1.0 if mode == "commanded" else 2.0))   # where the decision came from
             for c, on in zip(est.contact_names, f["active"]):
                 if not on:
                     assert not sim.wrenches[c][f["stamp"]][1].any()       # zero wrench, same stamp
