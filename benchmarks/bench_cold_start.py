@@ -115,7 +115,7 @@ def cold_start(source: str, robot: str, work: str) -> dict:
     env.update(NUMBA_CACHE_DIR=os.path.join(work, "numba_cache"), XDG_CACHE_HOME=os.path.join(work, "xdg"),
                PIP_NO_CACHE_DIR="1")
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", prefix, source],
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", "--prefix", prefix, source],
                    check=True, env=env, cwd=work)
     install = time.monotonic() - t0
     env["PYTHONPATH"] = os.path.join(prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",

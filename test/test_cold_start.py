@@ -77,7 +77,7 @@ def test_read_only_install_with_empty_user_cache_configures(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RBD_ESTIMATOR_CACHE_DIR", "NUMBA_CACHE_DIR")}
     env.update(RBD_ESTIMATOR_SKIP_WARM="1", PIP_NO_CACHE_DIR="1")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--prefix", str(prefix), ROOT], check=True, env=env, cwd=tmp_path)
+                    "--ignore-installed", "--prefix", str(prefix), ROOT], check=True, env=env, cwd=tmp_path)
     site = prefix / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     installed = site / "rbd_estimator"
     assert (installed / "node.py").is_file()
