@@ -255,4 +255,33 @@ class Trajectory:
         return out
 
 
-# ============================================================================ ROS harness
+# ============================================================================ recordings
+class Serializer:
+    """A trajectory frame's messages as CDR bytes (rosbags' serializer, independent of ours)."""
+
+    def __init__(self):
+        from rosbags.typesys import Stores, get_typestore
+        self.ts = get_typestore(Stores.ROS2_JAZZY)
+        self.T = self.ts.types
+
+    def header(self, t):
+        T = self.T
+        return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=t // 10**9, nanosec=t % 10**9),
+                                        frame_id="")
+
+    def imu(self, t, imu) -> bytes:
+        T = self.T
+        V3 = T["geometry_msgs/msg/Vector3"]
+        m = T["sensor_msgs/msg/Imu"](
+            header=self.header(t), orientation=T["geometry_msgs/msg/Quaternion"](*map(float, imu.orientation)),
+            orientation_covariance=np.zeros(9), angular_velocity=V3(*map(float, imu.angular_velocity)),
+            angular_velocity_covariance=np.zeros(9), linear_acceleration=V3(*map(float, imu.linear_acceleration)),
+            linear_acceleration_covariance=np.zeros(9))
+        return bytes(self.ts.serialize_cdr(m, "sensor_msgs/msg/Imu"))
+
+    def joint_state(self, t, names, position, velocity=(), effort=()) -> bytes:
+        m = self.T["sensor_msgs/msg/JointState"](header=self.header(t), name=list(names),
+                                                 position=np.asarray(position, dtype=float),
+                                                 velocity=np.asarray(velocity, dtype=float),
+                                                 effort=np.asarray(effort, dtype=float))
+        return bytes(self.ts.serialize_cdr(m, "sensor_msgs/msg/JointState"))

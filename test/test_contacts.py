@@ -288,38 +288,22 @@ def test_replay_of_a_trotting_recording_follows_the_commanded_contacts(go2):
     """The replay (the node's tick logic) over serialized messages of a trot with its contact
     commands: every estimate equals the truth of its phase, the feet in the air have zero wrenches."""
     pytest.importorskip("rosbags")
-    from rosbags.typesys import Stores, get_typestore
+    from groundtruth import Serializer
 
     from rbd_estimator.replay import Replayer
-    ts = get_typestore(Stores.ROS2_JAZZY)
-    T = ts.types
     xml, cfg, est = go2
     traj = Trajectory(est, seed=7, schedule=lambda k: trot(k, period=8))
     rep = Replayer(xml, cfg, collect=True)
-
-    def header(t):
-        return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=t // 10**9, nanosec=t % 10**9),
-                                        frame_id="")
-    V3 = T["geometry_msgs/msg/Vector3"]
+    ser = Serializer()
     n, last = 40, None
     for k in range(n):
         f = traj.frame(k)
-        t, imu = f["stamp"], f["readings"].imu
+        t = f["stamp"]
         if last is None or not np.array_equal(last, f["active"]):
-            cmd = T["sensor_msgs/msg/JointState"](header=header(t), name=list(est.contact_names),
-                                                  position=f["active"].astype(float), velocity=np.zeros(0),
-                                                  effort=np.zeros(0))
-            rep.feed("/contact_command", bytes(ts.serialize_cdr(cmd, "sensor_msgs/msg/JointState")), t)
+            rep.feed("/contact_command", ser.joint_state(t, est.contact_names, f["active"].astype(float)), t)
             last = f["active"]
-        m = T["sensor_msgs/msg/Imu"](
-            header=header(t), orientation=T["geometry_msgs/msg/Quaternion"](*map(float, imu.orientation)),
-            orientation_covariance=np.zeros(9), angular_velocity=V3(*map(float, imu.angular_velocity)),
-            angular_velocity_covariance=np.zeros(9), linear_acceleration=V3(*map(float, imu.linear_acceleration)),
-            linear_acceleration_covariance=np.zeros(9))
-        rep.feed("/imu", bytes(ts.serialize_cdr(m, "sensor_msgs/msg/Imu")), t)
-        js = T["sensor_msgs/msg/JointState"](header=header(t), name=list(est.joint_names), position=f["q"],
-                                             velocity=f["dq"], effort=f["tau"])
-        rep.feed("/joint_states", bytes(ts.serialize_cdr(js, "sensor_msgs/msg/JointState")), t + 1000)
+        rep.feed("/imu", ser.imu(t, f["readings"].imu), t)
+        rep.feed("/joint_states", ser.joint_state(t, est.joint_names, f["q"], f["dq"], f["tau"]), t + 1000)
     assert len(rep.tau) == n - 1 and rep.contacts.switches >= 3
     for stamp, tau, w in zip(rep.stamps, rep.tau, rep.wrenches):
         truth = traj.frame((stamp - traj.t0_ns) // traj.dt_ns)

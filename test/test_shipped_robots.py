@@ -69,36 +69,22 @@ def test_replay_of_shipped_robot_matches_truth(name):
     """The replay's tick logic (the node's) on the serialized messages of a time-consistent
     trajectory (``groundtruth.Trajectory``): motor torques in the joint states' effort field."""
     pytest.importorskip("rosbags")
-    from groundtruth import Trajectory
-    from rosbags.typesys import Stores, get_typestore
+    from groundtruth import Serializer, Trajectory
 
     from rbd_estimator.replay import Replayer
-    ts = get_typestore(Stores.ROS2_JAZZY)
-    T = ts.types
     xml, cfg = _read(robots.urdf_file(name)), SensorConfig.from_yaml(robots.params_file(name))
     est = Estimator.from_urdf(xml, cfg)
     traj = Trajectory(est, seed=5)
     rep = Replayer(xml, cfg, collect=True)
-
-    def header(t):
-        return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=t // 10**9, nanosec=t % 10**9),
-                                        frame_id="")
+    ser = Serializer()
     wire = list(reversed(est.joint_names))                  # not the model's order on the wire
     order = [est.joint_names.index(j) for j in wire]
     n = 20
     for k in range(n):
         f = traj.frame(k)
-        t, imu = f["stamp"], f["readings"].imu
-        V3 = T["geometry_msgs/msg/Vector3"]
-        m = T["sensor_msgs/msg/Imu"](
-            header=header(t), orientation=T["geometry_msgs/msg/Quaternion"](*map(float, imu.orientation)),
-            orientation_covariance=np.zeros(9), angular_velocity=V3(*map(float, imu.angular_velocity)),
-            angular_velocity_covariance=np.zeros(9), linear_acceleration=V3(*map(float, imu.linear_acceleration)),
-            linear_acceleration_covariance=np.zeros(9))
-        rep.feed("/imu", bytes(ts.serialize_cdr(m, "sensor_msgs/msg/Imu")), t)
-        js = T["sensor_msgs/msg/JointState"](header=header(t), name=wire, position=f["q"][order],
-                                             velocity=f["dq"][order], effort=f["tau"][order])
-        rep.feed("/joint_states", bytes(ts.serialize_cdr(js, "sensor_msgs/msg/JointState")), t + 1000)
+        t = f["stamp"]
+        rep.feed("/imu", ser.imu(t, f["readings"].imu), t)
+        rep.feed("/joint_states", ser.joint_state(t, wire, f["q"][order], f["dq"][order], f["tau"][order]), t + 1000)
     assert len(rep.tau) == n - 1                              # the first joint state starts the filter
     for stamp, tau, w in zip(rep.stamps, rep.tau, rep.wrenches):
         k = (stamp - traj.t0_ns) // traj.dt_ns

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ConfigError, IllPosedError
 from .config import SensorConfig
+from .estimator import ConfigNames
 
 __all__ = ["SwitchingEstimator", "SwitchingEstimate", "ContactDetector", "subset_label"]
 
@@ -50,7 +51,7 @@ class SwitchingEstimate:
         return self.subset.base_acceleration
 
 
-class SwitchingEstimator:
+class SwitchingEstimator(ConfigNames):
     """An estimator whose contacts switch per tick (``contact.<name>.mode: commanded|detected``).
 
     Built by :class:`~.estimator.Estimator` (``Estimator(model, config)`` returns one when the
@@ -94,22 +95,6 @@ class SwitchingEstimator:
     def coverage(self) -> dict:
         """``{'l_foot+r_foot': None or reason}``: every subset, and why it is ill-posed if it is."""
         return {subset_label(self.subset_names(m)): r for m, r in enumerate(self.reasons)}
-
-    @property
-    def joint_names(self) -> tuple[str, ...]:
-        return self._any.joint_names
-
-    @property
-    def contact_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.config.contacts)
-
-    @property
-    def contact_frames(self) -> tuple[str, ...]:
-        return tuple(c.frame for c in self.config.contacts)
-
-    @property
-    def ft_names(self) -> tuple[str, ...]:
-        return self._any.ft_names
 
     @property
     def kept_joints(self) -> tuple[str, ...]:

@@ -96,7 +96,27 @@ class Estimate:
         return self._est._base_acceleration(self)
 
 
-class Estimator:
+class ConfigNames:
+    """The names an estimator's inputs and outputs are ordered by, from its ``model`` and ``config``."""
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.model.joint_names
+
+    @property
+    def contact_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.config.contacts)
+
+    @property
+    def contact_frames(self) -> tuple[str, ...]:
+        return tuple(c.frame for c in self.config.contacts)
+
+    @property
+    def ft_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.config.ft_sensors)
+
+
+class Estimator(ConfigNames):
     """Joint-torque and contact-wrench estimator for one robot and one sensor set.
 
     ``model`` must have been built with the sensor joints kept (:meth:`from_urdf` does it).
@@ -147,22 +167,6 @@ class Estimator:
         return cls(model, config, seed=seed, solver=solver)
 
     # ------------------------------------------------------------------ names
-    @property
-    def joint_names(self) -> tuple[str, ...]:
-        return self.model.joint_names
-
-    @property
-    def contact_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.config.contacts)
-
-    @property
-    def contact_frames(self) -> tuple[str, ...]:
-        return tuple(c.frame for c in self.config.contacts)
-
-    @property
-    def ft_names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.config.ft_sensors)
-
     @property
     def kept_joints(self) -> tuple[str, ...]:
         return tuple(self._layout.kept_joints)

@@ -162,18 +162,24 @@ class _Builder:
             self.b += np.ascontiguousarray(arr, dtype="<f8").tobytes()
 
 
+def _joint_state_head(names, frame_id: str) -> _Builder:
+    """A ``JointState`` serialized up to its names (stamp zero), to append the sequences to."""
+    b = _Builder()
+    b.b += _STAMP.pack(0, 0)
+    b.string(frame_id)
+    b.u32(len(names))
+    for s in names:
+        b.string(s)
+    return b
+
+
 class JointTorquesEncoder:
     """``sensor_msgs/JointState`` with fixed names, empty positions and velocities, efforts per tick
     (what the node publishes on ``~/joint_torques``)."""
 
     def __init__(self, names, frame_id: str = ""):
         self.n = len(names)
-        b = _Builder()
-        b.b += _STAMP.pack(0, 0)
-        b.string(frame_id)
-        b.u32(len(names))
-        for s in names:
-            b.string(s)
+        b = _joint_state_head(names, frame_id)
         b.doubles(())
         b.doubles(())
         b.u32(self.n)
@@ -192,13 +198,7 @@ class ContactStateEncoder:
     :mod:`~rbd_estimator.ros.contact_state`)."""
 
     def __init__(self, names, frame_id: str = ""):
-        b = _Builder()
-        b.b += _STAMP.pack(0, 0)
-        b.string(frame_id)
-        b.u32(len(names))
-        for s in names:
-            b.string(s)
-        self._middle = bytes(b.b[12:])
+        self._middle = bytes(_joint_state_head(names, frame_id).b[12:])
 
     def encode(self, sec: int, nanosec: int, position, velocity, effort) -> bytes:
         b = _Builder()
