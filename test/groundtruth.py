@@ -285,3 +285,10 @@ class Serializer:
                                                  velocity=np.asarray(velocity, dtype=float),
                                                  effort=np.asarray(effort, dtype=float))
         return bytes(self.ts.serialize_cdr(m, "sensor_msgs/msg/JointState"))
+
+    def wrench(self, t, w) -> bytes:
+        T = self.T
+        V3 = T["geometry_msgs/msg/Vector3"]
+        m = T["geometry_msgs/msg/WrenchStamped"](header=self.header(t), wrench=T["geometry_msgs/msg/Wrench"](
+            force=V3(*map(float, w[:3])), torque=V3(*map(float, w[3:]))))
+        return bytes(self.ts.serialize_cdr(m, "geometry_msgs/msg/WrenchStamped"))
