@@ -378,3 +378,22 @@ def test_sensor_loss_during_walking_finds_the_plan_of_each_subset_or_says_why():
     reasons = dict(changes)
     assert reasons.get("l_foot+r_foot") and "l_foot" in reasons["l_foot+r_foot"], changes
     assert rep.core.ill_posed_subset_ticks >= len(double)
+
+
+def test_mimic_robot_with_switchable_contacts():
+    """A URDF with mimic joints (Talos with its grippers, ``talos_full_v2``) gives a LoopEstimator
+    whose tree estimator switches contacts; the node's contact state sees it as switchable."""
+    import os
+
+    from rbd_estimator.estimation import LoopEstimator
+    from rbd_estimator.ros.contact_state import ContactState
+    path = os.path.join(os.path.dirname(robots.urdf_file("talos")), "talos_full_v2.urdf")
+    cfg = switchable(SensorConfig.from_yaml(robots.params_file("talos")))
+    est = Estimator.from_urdf(_read(path), cfg)
+    assert isinstance(est, LoopEstimator) and isinstance(est.estimator, SwitchingEstimator)
+    assert ContactState(est).switchable
+    assert all(r is None for r in est.estimator.coverage().values())
+    n = len(est.joint_names)
+    r = est.estimate(np.zeros(n), np.zeros(n), np.zeros(n), imu=_still_imu(),
+                     ft=np.zeros((len(est.ft_names), 6)), contacts=est.contact_names[:1])
+    assert not r.contact_wrenches[1].any() and np.isfinite(r.tau).all()

@@ -140,7 +140,8 @@ class SwitchingEstimator(ConfigNames):
 
     def estimate(self, q, dq, ddq, imu=None, ft=None, load_cells=None, joint_torques=None,
                  external_wrenches=None, contacts=None) -> SwitchingEstimate:
-        """:meth:`Estimator.estimate` with the contacts in ``contacts`` active (see :meth:`mask_of`);
+        """:meth:`Estimator.estimate` with the contacts in ``contacts`` active (see :meth:`mask_of`;
+        an ``int`` is taken as the subset mask itself, as :meth:`mask_of` returns it);
         raises :class:`IllPosedError` naming the subset when its sensors do not determine it.
         ``load_cells`` by group name (a dict) or in configuration order; the groups of contacts
         not in contact are ignored."""

@@ -31,7 +31,8 @@ class ContactState:
     (seconds per subset label) feed ``/diagnostics``."""
 
     def __init__(self, estimator, command_timeout: float = 0.5):
-        self.est = estimator if isinstance(estimator, SwitchingEstimator) else None
+        tree = getattr(estimator, "estimator", estimator)        # a LoopEstimator's tree estimator
+        self.est = tree if isinstance(tree, SwitchingEstimator) else None
         cfg = estimator.config
         self.names = tuple(c.name for c in cfg.contacts)
         modes = [c.mode for c in cfg.contacts]
