@@ -9,6 +9,7 @@ with no interpreted loop over bodies and no allocation.
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import compress
 from typing import NamedTuple
 
 import numpy as np
@@ -113,8 +114,9 @@ class Estimator:
         self._init_kinematics()
         rng = np.random.default_rng(seed)
         states = list(random_states(lay, rng, 3))
-        A_states = [self._numeric_A(self._sources(*s)) for s in states]
-        self._prune_to_worst_case(A_states)
+        t = np.array(lay.triplets)
+        A_states = [self._numeric_A(self._sources(*s), t) for s in states]
+        self._prune_to_worst_case(A_states, t)
         pattern = abs(A_states[0]) + abs(A_states[1]) + abs(A_states[2])
         check_well_posed(lay, pattern.tocsr(), A_states[:2])
         self._plan_factorisation()
@@ -196,21 +198,22 @@ class Estimator:
                     self._Xa0, self._kin_work, src, rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv)
         return src, rsrc
 
-    def _numeric_A(self, sources) -> sp.csr_matrix:
+    def _numeric_A(self, sources, t: np.ndarray) -> sp.csr_matrix:
+        """``A`` at a state from the triplet array ``t`` (rows of ``lay.triplets``)."""
         src = sources[0]
         lay = self._layout
-        t = np.array(lay.triplets)
         r, c, idx, coef = t[:, 0].astype(int), t[:, 1].astype(int), t[:, 2].astype(int), t[:, 3]
         return sp.csr_matrix((coef * src[idx], (r, c)), shape=(lay.m, lay.n))
 
-    def _prune_to_worst_case(self, A_states):
+    def _prune_to_worst_case(self, A_states, t: np.ndarray):
         """Drop triplets at positions that are zero at every random state: identically zero."""
         lay = self._layout
-        nz = set()
+        keys = []
         for A in A_states:
             coo = A.tocoo()
-            nz.update(zip(coo.row[coo.data != 0].tolist(), coo.col[coo.data != 0].tolist()))
-        lay.triplets = [t for t in lay.triplets if (t[0], t[1]) in nz]
+            keys.append(coo.row[coo.data != 0].astype(np.int64) * lay.n + coo.col[coo.data != 0])
+        keep = np.isin(t[:, 0].astype(np.int64) * lay.n + t[:, 1].astype(np.int64), np.concatenate(keys))
+        lay.triplets = list(compress(lay.triplets, keep.tolist()))
 
     def _system_triplets(self):
         """Triplets of the matrix to factorise: ``A`` (square) or the KKT matrix

@@ -336,6 +336,24 @@ def refine_blocks(K_numeric: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, 
     return rows, cols
 
 
+def dependents_first(rows: np.ndarray, cols: np.ndarray, blocks: np.ndarray):
+    """Move the diagonal blocks that follow the largest one in front of all others, in reverse
+    order; returns the new ``(rows, cols, blocks)``.
+
+    In block lower triangular form a row of a block after the largest one has an ``L`` part
+    ``A₂₁ U₁₁⁻¹``, dense over the largest block (a fill-in quadratic in the number of bodies of a
+    serial chain: the torque rows (3τ) read the joint wrenches of the coupled core). Placed
+    first, in reverse order, every entry of those rows lies in ``U`` and they cause no fill-in;
+    the rows of the other blocks have no entry in their columns. Any block order of a block
+    triangular matrix keeps the planned pivots: the Schur complement of a diagonal block over the
+    blocks before it is the block itself (an update would need a cycle through it)."""
+    sizes = np.diff(blocks)
+    big = int(np.argmax(sizes))
+    order = np.r_[np.arange(len(sizes) - 1, big, -1), np.arange(big + 1)]
+    idx = np.concatenate([np.arange(blocks[b], blocks[b + 1]) for b in order])
+    return rows[idx], cols[idx], np.concatenate([[0], np.cumsum(sizes[order])])
+
+
 def costs_of(layout: SystemLayout) -> tuple[int, int]:
     """RNEA and ABA operation counts (m + a) for the same robot (Featherstone §6 formulas)."""
     tc = cost(layout.model)
@@ -394,6 +412,7 @@ def plan_static_lu(triplets, N: int, n_src: int, src_sample: np.ndarray, pivots=
     K0.sum_duplicates()
     rows, cols, blocks = block_triangular_order(K0, K0, pivots)
     rows, cols = refine_blocks(K0, rows, cols, blocks)
+    rows, cols, blocks = dependents_first(rows, cols, blocks)
     rpos, cpos = np.empty(N, np.int64), np.empty(N, np.int64)
     rpos[rows], cpos[cols] = np.arange(N), np.arange(N)
     keys = rpos[tr] * N + cpos[tc]
