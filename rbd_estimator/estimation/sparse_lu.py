@@ -42,28 +42,14 @@ def _symbolic_lu(indptr, indices, n):
     for i in range(n):
         nup = 0
         for p in range(indptr[i], indptr[i + 1]):
-            c = indices[p]
-            if mark[c] != i:
-                mark[c] = i
-                if c < i:
-                    heapq.heappush(heap, c)
-                else:
-                    upper[nup] = c
-                    nup += 1
+            nup = _visit(indices[p], i, mark, heap, upper, nup)
         while len(heap) > 0:
             k = heapq.heappop(heap)
             Li = _room(Li, nl + 1)
             Li[nl] = k
             nl += 1
             for q in range(Up[k] + 1, Up[k + 1]):          # U(k, k+1:)
-                c = Ui[q]
-                if mark[c] != i:
-                    mark[c] = i
-                    if c < i:
-                        heapq.heappush(heap, c)
-                    else:
-                        upper[nup] = c
-                        nup += 1
+                nup = _visit(Ui[q], i, mark, heap, upper, nup)
         Lp[i + 1] = nl
         row = np.sort(upper[:nup])
         if nup == 0 or row[0] != i:
@@ -73,6 +59,20 @@ def _symbolic_lu(indptr, indices, n):
         nu += nup
         Up[i + 1] = nu
     return Lp, Li[:nl].copy(), Up, Ui[:nu].copy(), -1
+
+
+@njit
+def _visit(c, i, mark, heap, upper, nup):
+    """Column ``c`` in row ``i``'s pattern, once: to the heap of ``L`` columns when ``c < i``, else
+    appended to ``upper[:nup]``. Returns the new ``nup``."""
+    if mark[c] != i:
+        mark[c] = i
+        if c < i:
+            heapq.heappush(heap, c)
+        else:
+            upper[nup] = c
+            nup += 1
+    return nup
 
 
 @njit
