@@ -5,8 +5,10 @@ the symbolic factorisation, computed once per model and sensor set.
   entries are trigonometric in ``q`` and vanish only on a set of measure zero, so the union of
   the patterns at a few random states is the worst-case pattern.
 * Well-posedness: structural rank first (a maximum bipartite matching), then numerical rank at
-  random states; an ill-posed set raises :class:`IllPosedError` naming the undetermined
-  quantities in the words of the configuration.
+  random states — the Newton–Euler rows solved on their natural pivots leave only the contact
+  unknowns, so the numerical test is an SVD of sensor rows × contact unknowns; an ill-posed set
+  raises :class:`IllPosedError` naming the undetermined quantities in the words of the
+  configuration.
 * The system to factorise is ``A`` itself when the sensors determine the unknowns exactly, or
   the augmented (KKT) system of the weighted least-squares problem when they are redundant
   (more rows than unknowns): minimise ``|A_s d − r_s|²`` (whitened sensor rows) subject to the
@@ -15,7 +17,8 @@ the symbolic factorisation, computed once per model and sensor set.
   diagonal, Tarjan's strongly connected components give the block triangular form (a
   triangularisable matrix comes out triangular: zero fill-in, Nori Remark 2), and inside each
   irreducible block SuperLU's COLAMD ordering and partial pivoting on a random instance fix a
-  fill-reducing, stable static pivot sequence.
+  fill-reducing, stable static pivot sequence; the blocks that follow the largest one go first,
+  where they cause no fill-in.
 """
 from __future__ import annotations
 
@@ -350,8 +353,9 @@ def dependents_first(rows: np.ndarray, cols: np.ndarray, blocks: np.ndarray):
     sizes = np.diff(blocks)
     big = int(np.argmax(sizes))
     order = np.r_[np.arange(len(sizes) - 1, big, -1), np.arange(big + 1)]
-    idx = np.concatenate([np.arange(blocks[b], blocks[b + 1]) for b in order])
-    return rows[idx], cols[idx], np.concatenate([[0], np.cumsum(sizes[order])])
+    starts = np.concatenate([[0], np.cumsum(sizes[order])])
+    idx = np.arange(len(rows)) - np.repeat(starts[:-1] - blocks[order], sizes[order])   # new → old position
+    return rows[idx], cols[idx], starts
 
 
 def costs_of(layout: SystemLayout) -> tuple[int, int]:
