@@ -141,12 +141,13 @@ def _chain(n):
 
 
 def test_generic_plan_of_a_serial_chain_has_linear_fill_in_and_is_exact():
-    """Quadrupling the chain at most quadruples the fill-in of the planned LU (it grew ~13-fold
-    when the rows that follow the coupled block were factorised after it), and the generic
-    estimate matches a pinocchio ground truth."""
+    """The fill-in of the planned LU per body stays about constant from 27 to 102 bodies (+16 %; it
+    grew with the length, quadratic in total, when the rows that follow the coupled block were
+    factorised after it), and the generic estimate matches a pinocchio ground truth."""
     _, short = _chain(25)
     xml, long = _chain(100)
-    assert long.plan.fill_in <= 4.5 * short.plan.fill_in, (short.plan.fill_in, long.plan.fill_in)
+    per_body = [e.plan.fill_in / e.model.NB for e in (short, long)]
+    assert per_body[1] <= 1.5 * per_body[0], per_body
     gt, rng = GroundTruth(xml, long), np.random.default_rng(2)
     for _ in range(5):
         inputs, truth = gt.sample(rng)
