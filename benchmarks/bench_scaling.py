@@ -1,25 +1,32 @@
-"""Plan time and per-estimate time versus the number of bodies (serial chains, balanced trees),
-and Nori-style operation counts (Figs. 1 and 2) from the plan.
+"""Plan time per robot and per contact subset, plan time and per-estimate time versus the number of
+bodies (serial chains, balanced trees), and Nori-style operation counts (Figs. 1 and 2) from the plan.
 
-Run: .venv/bin/python benchmarks/bench_scaling.py [--max-bodies 500] [--out docs/]
-Prints a table and saves docs/scaling.png and docs/nori_fig1_fig2.png.
-Each estimator: floating base, IMU on the root, two feet with force-torque sensors in
+Run: .venv/bin/python benchmarks/bench_scaling.py [--max-bodies 500] [--out docs/] [--plan-only]
+Prints the plan table (shipped robots with their parameter files, the 16 contact subsets of the
+quadruped, generated trees), then the scaling table, and saves docs/scaling.png and
+docs/nori_fig1_fig2.png (not with --plan-only). A plan is ``Estimator(model, config)`` with the
+model built once (what a contact switch or a sensor fallback pays); the median of ``--reps`` plans.
+Each generated estimator: floating base, IMU on the root, two feet with force-torque sensors in
 full-wrench contact (the load-cell figure uses slippery feet with four cells each, Nori §VI).
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
-import platform
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test"))
-from trees import balanced_binary_tree, serial_chain, tree_urdf  # noqa: E402
+sys.path.insert(0, os.path.dirname(__file__))
+from common import machine  # noqa: E402
+from trees import balanced_binary_tree, random_tree, serial_chain, tree_urdf  # noqa: E402
 
-from rbd_estimator import RobotModel  # noqa: E402
+from rbd_estimator import IllPosedError, RobotModel, robots  # noqa: E402
+from rbd_estimator.estimation.loops import model_for  # noqa: E402
 from rbd_estimator.model.cost import cost  # noqa: E402
 from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig  # noqa: E402
 from rbd_estimator.estimation.forward import SparseForwardDynamics  # noqa: E402
@@ -59,13 +66,82 @@ def median_estimate_us(est, n=300):
     return 1e6 * float(np.median(ts))
 
 
+def plan_seconds(model, cfg, reps: int) -> tuple[float, object]:
+    """Median wall time (s) of ``Estimator(model, cfg)`` over ``reps`` plans, and the last
+    estimator (or the :class:`IllPosedError` the plan raised: it is planned too)."""
+    ts, est = [], None
+    for _ in range(reps):
+        t = time.perf_counter()
+        try:
+            est = Estimator(model, cfg)
+        except IllPosedError as exc:
+            est = exc
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts)), est
+
+
+def contact_subsets(cfg):
+    """``(names, config)`` for every subset of the configured contacts (load cells of a lifted
+    contact dropped with it)."""
+    for k in range(len(cfg.contacts) + 1):
+        for subset in itertools.combinations(cfg.contacts, k):
+            names = {c.name for c in subset}
+            yield names, replace(cfg, contacts=subset,
+                                 load_cells=tuple(lc for lc in cfg.load_cells if lc.contact in names))
+
+
+def plan_table(max_bodies: int, reps: int):
+    """Print the plan time of the shipped robots, of every contact subset of the quadruped and of
+    generated trees up to ``max_bodies`` bodies."""
+    print(f"plan = Estimator(model, config), median of {reps}")
+    print(f"{'configuration':36s} {'bodies':>6s} {'unknowns':>8s} {'plan (s)':>9s}  tick")
+    for name, label in (("icub", "iCub"), ("talos", "Talos"), ("g1", "G1"), ("go2", "Go2")):
+        with open(robots.urdf_file(name), encoding="utf-8") as fh:
+            xml = fh.read()
+        cfg = SensorConfig.from_yaml(robots.params_file(name))
+        model = model_for(xml, cfg)
+        t, est = plan_seconds(model, cfg, reps)
+        print(f"{label + ' (config/' + name + '.yaml)':36s} {model.NB:6d} {est.plan.n_unknowns:8d} {t:9.3f}  "
+              f"{est.plan.solver}", flush=True)
+        if name == "go2":
+            times, ill = [], []
+            for names, sub in contact_subsets(cfg):
+                t, est = plan_seconds(model, sub, reps)
+                times.append(t)
+                if isinstance(est, IllPosedError):
+                    ill.append("+".join(sorted(names)) or "none")
+            print(f"{'Go2, all ' + str(len(times)) + ' contact subsets':36s} {model.NB:6d} {'':8s} "
+                  f"{sum(times):9.3f}  total (max {max(times):.3f} s per plan; ill-posed: "
+                  f"{', '.join(ill) or 'none'})", flush=True)
+    rng, seen = np.random.default_rng(11), set()
+    for n in (50, 100, 200, 300, 500):
+        if n > max_bodies:
+            continue
+        for topo, parents in (("serial chain", serial_chain(n)), ("balanced tree", balanced_binary_tree(
+                int(round(np.log2(n + 1))))), ("random tree", random_tree(n, rng))):
+            if (topo, len(parents)) in seen:
+                continue
+            seen.add((topo, len(parents)))
+            xml, soles = tree_urdf(parents, seed=len(parents), ft_leaves=1 if topo == "serial chain" else 2)
+            cfg = config(soles)
+            model = model_for(xml, cfg)
+            t, est = plan_seconds(model, cfg, reps)
+            print(f"{topo + ' ' + str(len(parents)):36s} {model.NB:6d} {est.plan.n_unknowns:8d} {t:9.3f}  "
+                  f"{est.plan.solver}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-bodies", type=int, default=500)
+    ap.add_argument("--reps", type=int, default=5, help="plans per configuration (median)")
+    ap.add_argument("--plan-only", action="store_true", help="only the plan table")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs"))
     args = ap.parse_args()
-    print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}")
+    print("machine:", machine())
+    Estimator.from_urdf(*(lambda x: (x[0], config(x[1])))(tree_urdf(serial_chain(3), ft_leaves=1)))  # load kernels
+    plan_table(args.max_bodies, args.reps)
+    if args.plan_only:
+        return
     rows = []
     sizes = [n for n in (10, 20, 50, 100, 200, 300, 500) if n <= args.max_bodies]
     trees = {int(round(np.log2(n + 1))) for n in sizes}
@@ -73,9 +149,7 @@ def main():
         for parents in ([serial_chain(n) for n in sizes] if topo == "serial chain"
                         else [balanced_binary_tree(m) for m in sorted(trees)]):
             xml, soles = tree_urdf(parents, seed=len(parents), ft_leaves=2 if topo == "balanced tree" else 1)
-            t = time.perf_counter()
-            est = Estimator.from_urdf(xml, config(soles))
-            plan_s = time.perf_counter() - t
+            plan_s, est = plan_seconds(model_for(xml, config(soles)), config(soles), 1)
             us = median_estimate_us(est)
             rows.append((topo, len(parents), est.model.NB, plan_s, us, est.plan.flops, est.plan.fill_in))
             print(f"{topo:14s} bodies {est.model.NB:4d}  plan {plan_s:7.2f} s  estimate {us:9.1f} µs  "

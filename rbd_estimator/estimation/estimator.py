@@ -9,6 +9,7 @@ with no interpreted loop over bodies and no allocation.
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import compress
 from typing import NamedTuple
 
 import numpy as np
@@ -141,11 +142,12 @@ class Estimator(ConfigNames):
         self._init_kinematics()
         rng = np.random.default_rng(seed)
         states = list(random_states(lay, rng, 3))
-        A_states = [self._numeric_A(self._sources(*s)) for s in states]
-        self._prune_to_worst_case(A_states)
+        t = np.array(lay.triplets)
+        A_states = [self._numeric_A(self._sources(*s), t) for s in states]
+        t = self._prune_to_worst_case(A_states, t)
         pattern = abs(A_states[0]) + abs(A_states[1]) + abs(A_states[2])
         check_well_posed(lay, pattern.tocsr(), A_states[:2])
-        self._plan_factorisation()
+        self._plan_factorisation(t)
         self._allocate()
         self._solver_mode = solver        # 'auto' | 'generic' | 'structured' (see structured.build)
         self._structured = structured.build(self)
@@ -208,40 +210,45 @@ class Estimator(ConfigNames):
                     self._Xa0, self._kin_work, src, rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv)
         return src, rsrc
 
-    def _numeric_A(self, sources) -> sp.csr_matrix:
+    def _numeric_A(self, sources, t: np.ndarray) -> sp.csr_matrix:
+        """``A`` at a state from the triplet array ``t`` (rows of ``lay.triplets``)."""
         src = sources[0]
         lay = self._layout
-        t = np.array(lay.triplets)
         r, c, idx, coef = t[:, 0].astype(int), t[:, 1].astype(int), t[:, 2].astype(int), t[:, 3]
         return sp.csr_matrix((coef * src[idx], (r, c)), shape=(lay.m, lay.n))
 
-    def _prune_to_worst_case(self, A_states):
-        """Drop triplets at positions that are zero at every random state: identically zero."""
+    def _prune_to_worst_case(self, A_states, t: np.ndarray) -> np.ndarray:
+        """Drop triplets at positions that are zero at every random state: identically zero.
+        Returns the kept rows of ``t``."""
         lay = self._layout
-        nz = set()
+        keys = []
         for A in A_states:
             coo = A.tocoo()
-            nz.update(zip(coo.row[coo.data != 0].tolist(), coo.col[coo.data != 0].tolist()))
-        lay.triplets = [t for t in lay.triplets if (t[0], t[1]) in nz]
+            keys.append(coo.row[coo.data != 0].astype(np.int64) * lay.n + coo.col[coo.data != 0])
+        keep = np.isin(t[:, 0].astype(np.int64) * lay.n + t[:, 1].astype(np.int64), np.concatenate(keys))
+        lay.triplets = list(compress(lay.triplets, keep.tolist()))
+        return t[keep]
 
-    def _system_triplets(self):
-        """Triplets of the matrix to factorise: ``A`` (square) or the KKT matrix
-        ``[[0, A_hᵀ, A_sᵀ], [A_h, 0, 0], [A_s, 0, -1]]`` of the weighted least-squares problem."""
+    def _system_triplets(self, t: np.ndarray):
+        """Triplets (rows of an array) of the matrix to factorise, from those of ``A`` (``t``):
+        ``A`` (square) or the KKT matrix ``[[0, A_hᵀ, A_sᵀ], [A_h, 0, 0], [A_s, 0, -1]]`` of the
+        weighted least-squares problem."""
         lay = self._layout
         hard = [(c, r) for r, c in enumerate(lay.row_pivot) if c >= 0]     # (column, row) pivots
         if lay.m == lay.n:
-            return list(lay.triplets), lay.n, False, hard
+            return t, lay.n, False, hard
         n, N = lay.n, lay.n + lay.m
-        trip = [(n + r, c, s, v) for r, c, s, v in lay.triplets]
-        trip += [(c, n + r, s, v) for r, c, s, v in lay.triplets]
-        trip += [(n + lay.m_hard + k, n + lay.m_hard + k, 0, -1.0) for k in range(lay.m_soft)]
+        r, c, s, v = t.T
+        k = n + lay.m_hard + np.arange(lay.m_soft)
+        trip = np.vstack([np.c_[n + r, c, s, v], np.c_[c, n + r, s, v],
+                          np.c_[k, k, np.zeros(lay.m_soft), -np.ones(lay.m_soft)]])
         pivots = ([(c, n + r) for c, r in hard] + [(n + r, c) for c, r in hard]
                   + [(n + lay.m_hard + k, n + lay.m_hard + k) for k in range(lay.m_soft)])
         return trip, N, True, pivots
 
-    def _plan_factorisation(self):
+    def _plan_factorisation(self, t: np.ndarray):
         lay = self._layout
-        trip, N, redundant, pivots = self._system_triplets()
+        trip, N, redundant, pivots = self._system_triplets(t)
         lu = self._lu = plan_static_lu(trip, N, lay.n_src, self._plan_src, pivots=pivots)
         self._Ap, self._Ai, self._GK = lu.Ap, lu.Ai, lu.G
         self._Lp, self._Li, self._Up, self._Ui = lu.Lp, lu.Li, lu.Up, lu.Ui

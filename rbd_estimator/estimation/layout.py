@@ -20,6 +20,7 @@ measurements). Both maps are fixed at plan time, so the tick only gathers and so
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +75,7 @@ class SystemLayout:
                               f"with floating_base={model.floating_base}")
         self.model, self.config = model, config
         self.columns: list[Column] = []
+        self._starts: list[int] = []                             # first unknown of every column group
         self.n = 0
         self._col = {}
         self._layout_unknowns()
@@ -93,6 +95,7 @@ class SystemLayout:
     # ------------------------------------------------------------------ unknowns
     def _add_column(self, kind, owner, size):
         self.columns.append(Column(kind, owner, self.n, size))
+        self._starts.append(self.n)
         self._col[(kind, owner)] = self.n
         self.n += size
 
@@ -157,10 +160,15 @@ class SystemLayout:
 
     def _block(self, row0, col0, M, scale=1.0):
         """Constant block ``M`` at (row0, col0)."""
-        for a in range(M.shape[0]):
-            for b in range(M.shape[1]):
-                if M[a, b] != 0.0:
-                    self.triplets.append((row0 + a, col0 + b, 0, scale * float(M[a, b])))
+        a, b = np.nonzero(M)
+        self.triplets.extend(zip((row0 + a).tolist(), (col0 + b).tolist(), [0] * len(a),
+                                 (scale * M[a, b]).tolist()))
+
+    def _transform_block(self, row0, col0, body, coef, transpose=False):
+        """State-dependent block ``coef · X[body]`` (``coef · X[body]ᵀ``) at (row0, col0), read from ``src``."""
+        a, b = np.divmod(np.arange(36), 6)
+        src = self.x_src(body, b, a) if transpose else self.x_src(body, a, b)
+        self.triplets.extend(zip((row0 + a).tolist(), (col0 + b).tolist(), src.tolist(), [coef] * 36))
 
     def _new_rows(self, labels, pivot: int = -1):
         """Append rows; ``pivot`` is the first column of the unknowns they naturally determine
@@ -184,10 +192,7 @@ class SystemLayout:
                 r0 = self._new_rows([f"(3a) acceleration of {body}"] * 6, self.col("a", body))
                 self._block(r0, self.col("a", body), eye)
                 if p >= 0:
-                    ca = self.col("a", m.body_names[p])
-                    for a in range(6):
-                        for b in range(6):
-                            self.triplets.append((r0 + a, ca + b, self.x_src(i, a, b), -1.0))
+                    self._transform_block(r0, self.col("a", m.body_names[p]), i, -1.0)
                 k = self._joint_index.get(m.body_joint_names[i], -1)
                 for a in range(6):
                     self.rhs.append((r0 + a, self.r_c + 6 * i + a, 1.0))
@@ -201,11 +206,8 @@ class SystemLayout:
             self._block(r0, self.col("a", body), m.inertias[i])
             if m.joint_types[i] != FREE:
                 self._block(r0, self.col("f", body), -eye)
-            for j in children[i]:
-                cf = self.col("f", m.body_names[j])
-                for a in range(6):
-                    for b in range(6):                           # ⁱX*_j = (ʲX_i)ᵀ
-                        self.triplets.append((r0 + a, cf + b, self.x_src(j, b, a), 1.0))
+            for j in children[i]:                                # ⁱX*_j = (ʲX_i)ᵀ
+                self._transform_block(r0, self.col("f", m.body_names[j]), j, 1.0, transpose=True)
             for c, frame, B in self.contacts:
                 if frame.body == i:                              # f_i^x = ⁱX*_F B_c h_c
                     self._block(r0, self.col("h", c.name), -(frame.X.T @ B))
@@ -366,10 +368,10 @@ class SystemLayout:
 
     def describe_column(self, j: int) -> tuple[str, str, int]:
         """(kind, owner, component) of unknown ``j``."""
-        for col in self.columns:
-            if col.start <= j < col.start + col.size:
-                return col.kind, col.owner, j - col.start
-        raise IndexError(j)
+        if not 0 <= j < self.n:
+            raise IndexError(j)
+        col = self.columns[bisect.bisect_right(self._starts, j) - 1]
+        return col.kind, col.owner, j - col.start
 
 
 def _axis(model: RobotModel, i: int) -> np.ndarray:

@@ -5,8 +5,10 @@ the symbolic factorisation, computed once per model and sensor set.
   entries are trigonometric in ``q`` and vanish only on a set of measure zero, so the union of
   the patterns at a few random states is the worst-case pattern.
 * Well-posedness: structural rank first (a maximum bipartite matching), then numerical rank at
-  random states; an ill-posed set raises :class:`IllPosedError` naming the undetermined
-  quantities in the words of the configuration.
+  random states — the Newton–Euler rows solved on their natural pivots leave only the contact
+  unknowns, so the numerical test is an SVD of sensor rows × contact unknowns; an ill-posed set
+  raises :class:`IllPosedError` naming the undetermined quantities in the words of the
+  configuration.
 * The system to factorise is ``A`` itself when the sensors determine the unknowns exactly, or
   the augmented (KKT) system of the weighted least-squares problem when they are redundant
   (more rows than unknowns): minimise ``|A_s d − r_s|²`` (whitened sensor rows) subject to the
@@ -15,7 +17,8 @@ the symbolic factorisation, computed once per model and sensor set.
   diagonal, Tarjan's strongly connected components give the block triangular form (a
   triangularisable matrix comes out triangular: zero fill-in, Nori Remark 2), and inside each
   irreducible block SuperLU's COLAMD ordering and partial pivoting on a random instance fix a
-  fill-reducing, stable static pivot sequence.
+  fill-reducing, stable static pivot sequence; the blocks that follow the largest one go first,
+  where they cause no fill-in.
 """
 from __future__ import annotations
 
@@ -76,15 +79,21 @@ def random_states(layout: SystemLayout, rng: np.random.Generator, count: int):
 def check_well_posed(layout: SystemLayout, A_pattern: sp.csr_matrix, A_numeric: list[sp.csr_matrix]) -> None:
     """Raise :class:`IllPosedError` unless ``[A_h; A_s]`` has full column rank: structurally (a
     maximum bipartite matching), then numerically at every random state given. The message names
-    the quantities that carry the null space, weighted by their share of it."""
+    the quantities that carry the null space, weighted by their share of it.
+
+    The numerical test is the reduced one of :func:`_null_space_reduced` (a sparse LU of the
+    Newton–Euler rows and an SVD of sensor rows × contact unknowns); the dense SVD of ``A`` is
+    only the fallback for a system whose Newton–Euler rows it cannot certify."""
     n = layout.n
     # row matched to each column; matching on Aᵀ (scipy's solver stalls on tall matrices)
     match = csgraph.maximum_bipartite_matching(A_pattern.T.tocsr(), perm_type="column")
     unmatched = np.flatnonzero(match < 0)
     for A in A_numeric:
-        if n > DENSE_RANK_LIMIT and not unmatched.size and _full_column_rank_sparse(A):
-            continue                       # large system: sparse test first, SVD only to explain a failure
-        null = _null_space(A)
+        null = _null_space_reduced(layout, A)
+        if null is None:                   # Newton–Euler rows not certified nonsingular: dense fallback
+            if n > DENSE_RANK_LIMIT and not unmatched.size and _full_column_rank_sparse(A):
+                continue                   # large system: sparse test first, SVD only to explain a failure
+            null = _null_space(A)
         if null.shape[0]:
             weight = np.sum(null ** 2, axis=0)
             cols = np.flatnonzero(weight > 1e-6 * weight.max())
@@ -96,6 +105,8 @@ def check_well_posed(layout: SystemLayout, A_pattern: sp.csr_matrix, A_numeric: 
 
 
 DENSE_RANK_LIMIT = 1500
+#: smallest ``|pivot| / max|pivot|`` of the LU of ``A_hp`` that certifies it nonsingular
+PIVOT_RATIO_BOUND = 1e-10
 
 
 def _full_column_rank_sparse(A: sp.csr_matrix) -> bool:
@@ -113,13 +124,61 @@ def _full_column_rank_sparse(A: sp.csr_matrix) -> bool:
     return bool(d.min() > 1e-13 * d.max())
 
 
+def _null_space_reduced(layout: SystemLayout, A: sp.csr_matrix) -> np.ndarray | None:
+    """Orthonormal rows spanning the null space of ``A = [A_h; A_s]``, or ``None`` when the
+    Newton–Euler rows cannot be certified.
+
+    Every hard row has its natural unknown (the pairing of Nori's permutations (10)–(11)):
+    ``A_h = [A_hp A_hf]`` in those pivot columns and the remaining ones (the contact unknowns
+    ``h``). ``A_hp`` is square and nonsingular for a tree — identity blocks for ``a_i``, ``f_i``
+    and ``τ_i``, and the composite rigid-body inertia for a floating base's ``a_0`` — which a
+    sparse LU with a pivot-ratio bound certifies. Then ``A_h d = 0 ⇔ d = Z y`` with
+    ``Z = [-A_hp⁻¹ A_hf; 1]``, and ``A d = 0 ⇔ (A_s Z) y = 0``: the rank test is the SVD of
+    the small dense ``A_s Z`` (sensor rows × contact unknowns) and ``null(A) = Z null(A_s Z)``,
+    exactly; only the tolerance is that of :func:`_null_space`."""
+    mh, n = layout.m_hard, layout.n
+    P = np.asarray(layout.row_pivot[:mh], dtype=np.int64)
+    free = np.ones(n, dtype=bool)
+    free[P] = False
+    if np.any(P < 0) or np.count_nonzero(free) != n - mh:
+        return None
+    F = np.flatnonzero(free)
+    Ah = A[:mh].tocsc()
+    try:
+        lu = splu(Ah[:, P], permc_spec="COLAMD")
+    except RuntimeError:                   # exactly singular
+        return None
+    d = np.abs(lu.U.diagonal())
+    if not d.size or d.min() < PIVOT_RATIO_BOUND * d.max():
+        return None
+    if not F.size:                         # A = [A_hp; A_s] with A_hp nonsingular
+        return np.zeros((0, n))
+    Z = np.zeros((n, F.size))
+    Z[F, np.arange(F.size)] = 1.0
+    Z[P] = -lu.solve(Ah[:, F].toarray())
+    M = A[mh:] @ Z                                             # A_s Z (sensor rows × contact unknowns)
+    if not M.shape[0]:
+        N = np.eye(F.size)
+    else:
+        _, s, Vt = la.svd(M, full_matrices=True, lapack_driver="gesdd", check_finite=False)
+        N = Vt[int(np.sum(s > _rank_tolerance(A.shape, s))):].T
+    if not N.shape[1]:
+        return np.zeros((0, n))
+    Q, _ = la.qr(Z @ N, mode="economic", check_finite=False)
+    return Q.T
+
+
+def _rank_tolerance(shape, s: np.ndarray) -> float:
+    """Singular values of ``A`` (shape ``shape``) at or below this are zero: ``max(m, n) · ε ·
+    σ_max`` with a margin of 10³ for the round-off of the random states."""
+    return max(shape) * np.finfo(float).eps * (s[0] if s.size else 0.0) * 1e3
+
+
 def _null_space(A: sp.csr_matrix) -> np.ndarray:
-    """Rows spanning the numerical null space of ``A`` (SVD, relative tolerance ~1e-13)."""
+    """Rows spanning the numerical null space of ``A`` (dense SVD, tolerance :func:`_rank_tolerance`)."""
     dense = A.toarray()
     _, s, Vt = la.svd(dense, full_matrices=True, lapack_driver="gesdd", check_finite=False)
-    tol = max(dense.shape) * np.finfo(float).eps * s[0] * 1e3
-    rank = int(np.sum(s > tol))
-    return Vt[rank:]
+    return Vt[int(np.sum(s > _rank_tolerance(dense.shape, s))):]
 
 
 def _undetermined_message(layout, cols, weight, ndir, structural) -> str:
@@ -280,6 +339,25 @@ def refine_blocks(K_numeric: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, 
     return rows, cols
 
 
+def dependents_first(rows: np.ndarray, cols: np.ndarray, blocks: np.ndarray):
+    """Move the diagonal blocks that follow the largest one in front of all others, in reverse
+    order; returns the new ``(rows, cols, blocks)``.
+
+    In block lower triangular form a row of a block after the largest one has an ``L`` part
+    ``A₂₁ U₁₁⁻¹``, dense over the largest block (a fill-in quadratic in the number of bodies of a
+    serial chain: the torque rows (3τ) read the joint wrenches of the coupled core). Placed
+    first, in reverse order, every entry of those rows lies in ``U`` and they cause no fill-in;
+    the rows of the other blocks have no entry in their columns. Any block order of a block
+    triangular matrix keeps the planned pivots: the Schur complement of a diagonal block over the
+    blocks before it is the block itself (an update would need a cycle through it)."""
+    sizes = np.diff(blocks)
+    big = int(np.argmax(sizes))
+    order = np.r_[np.arange(len(sizes) - 1, big, -1), np.arange(big + 1)]
+    starts = np.concatenate([[0], np.cumsum(sizes[order])])
+    idx = np.arange(len(rows)) - np.repeat(starts[:-1] - blocks[order], sizes[order])   # new → old position
+    return rows[idx], cols[idx], starts
+
+
 def costs_of(layout: SystemLayout) -> tuple[int, int]:
     """RNEA and ABA operation counts (m + a) for the same robot (Featherstone §6 formulas)."""
     tc = cost(layout.model)
@@ -338,6 +416,7 @@ def plan_static_lu(triplets, N: int, n_src: int, src_sample: np.ndarray, pivots=
     K0.sum_duplicates()
     rows, cols, blocks = block_triangular_order(K0, K0, pivots)
     rows, cols = refine_blocks(K0, rows, cols, blocks)
+    rows, cols, blocks = dependents_first(rows, cols, blocks)
     rpos, cpos = np.empty(N, np.int64), np.empty(N, np.int64)
     rpos[rows], cpos[cols] = np.arange(N), np.arange(N)
     keys = rpos[tr] * N + cpos[tc]

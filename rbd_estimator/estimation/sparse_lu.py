@@ -20,33 +20,69 @@ from ..jit import njit
 def symbolic_lu(indptr: np.ndarray, indices: np.ndarray, n: int):
     """Patterns of ``L`` (strictly lower) and ``U`` (upper, diagonal first) of a CSR pattern
     without pivoting. Returns CSR ``(Lp, Li, Up, Ui)`` with sorted column indices."""
-    Lp, Li, Up, Ui = [0], [], [0], []
-    urows: list[list[int]] = []
+    Lp, Li, Up, Ui, bad = _symbolic_lu(np.asarray(indptr, np.int64), np.asarray(indices, np.int64), n)
+    if bad >= 0:
+        raise ValueError(f"structurally zero pivot in row {bad}")
+    return Lp, Li, Up, Ui
+
+
+@njit
+def _symbolic_lu(indptr, indices, n):
+    """Row ``i`` of ``L`` and ``U`` is the pattern of row ``i`` of ``A`` merged with ``U(k, k+1:)``
+    for every ``k`` of ``L(i, :)``, visited in increasing ``k`` (a heap, since the merge adds
+    columns ``k < c < i`` still to visit). Returns ``(Lp, Li, Up, Ui, bad)`` with ``bad`` the
+    first row without a diagonal entry in ``U`` (else -1)."""
+    Lp, Up = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
+    Li, Ui = np.empty(max(16, indices.shape[0]), np.int64), np.empty(max(16, indices.shape[0]), np.int64)
+    mark = np.full(n, -1, np.int64)
+    upper = np.empty(n, np.int64)
+    heap = [np.int64(0)]
+    heap.pop()
+    nl = nu = 0
     for i in range(n):
-        cols = set(indices[indptr[i]:indptr[i + 1]].tolist())
-        heap = [c for c in cols if c < i]
-        heapq.heapify(heap)
-        lower = []
-        seen = set(heap)
-        while heap:
+        nup = 0
+        for p in range(indptr[i], indptr[i + 1]):
+            nup = _visit(indices[p], i, mark, heap, upper, nup)
+        while len(heap) > 0:
             k = heapq.heappop(heap)
-            lower.append(k)
-            for c in urows[k][1:]:           # U(k, k+1:)
-                if c not in cols:
-                    cols.add(c)
-                if c < i and c not in seen:
-                    seen.add(c)
-                    heapq.heappush(heap, c)
-        upper = sorted(c for c in cols if c >= i)
-        if not upper or upper[0] != i:
-            raise ValueError(f"structurally zero pivot in row {i}")
-        urows.append(upper)
-        Li.extend(lower)
-        Lp.append(len(Li))
-        Ui.extend(upper)
-        Up.append(len(Ui))
-    as_int = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
-    return as_int(Lp), as_int(Li), as_int(Up), as_int(Ui)
+            Li = _room(Li, nl + 1)
+            Li[nl] = k
+            nl += 1
+            for q in range(Up[k] + 1, Up[k + 1]):          # U(k, k+1:)
+                nup = _visit(Ui[q], i, mark, heap, upper, nup)
+        Lp[i + 1] = nl
+        row = np.sort(upper[:nup])
+        if nup == 0 or row[0] != i:
+            return Lp, Li[:nl].copy(), Up, Ui[:nu].copy(), i
+        Ui = _room(Ui, nu + nup)
+        Ui[nu:nu + nup] = row
+        nu += nup
+        Up[i + 1] = nu
+    return Lp, Li[:nl].copy(), Up, Ui[:nu].copy(), -1
+
+
+@njit
+def _visit(c, i, mark, heap, upper, nup):
+    """Column ``c`` in row ``i``'s pattern, once: to the heap of ``L`` columns when ``c < i``, else
+    appended to ``upper[:nup]``. Returns the new ``nup``."""
+    if mark[c] != i:
+        mark[c] = i
+        if c < i:
+            heapq.heappush(heap, c)
+        else:
+            upper[nup] = c
+            nup += 1
+    return nup
+
+
+@njit
+def _room(a, size):
+    """``a``, or a copy of it twice as large when it has fewer than ``size`` entries."""
+    if size <= a.shape[0]:
+        return a
+    b = np.empty(max(size, 2 * a.shape[0]), a.dtype)
+    b[:a.shape[0]] = a
+    return b
 
 
 @njit
@@ -108,9 +144,6 @@ def lu_solve(Lp, Li, Lx, Up, Ui, Ux, x):
 def flops(Lp, Li, Up) -> int:
     """Floating-point operations of one numeric factorisation plus one solve."""
     urow = np.diff(Up) - 1
-    f = 0
-    for i in range(len(Lp) - 1):
-        ks = Li[Lp[i]:Lp[i + 1]]
-        f += int(np.sum(1 + 2 * urow[ks]))          # division + multiply-subtract per U entry
+    f = int(np.sum(1 + 2 * urow[Li]))               # per L entry: division + multiply-subtract per U entry
     f += 2 * len(Li) + 2 * int(np.sum(urow)) + (len(Lp) - 1)
     return f
