@@ -39,8 +39,6 @@ from rosbags.typesys import Stores, get_typestore  # noqa: E402
 from rbd_estimator.ros import bag_io  # noqa: E402
 from rbd_estimator.ros.bag_io import BagReadError, RawBatch, iter_batches, write_batch  # noqa: E402
 
-mcap_reader = pytest.importorskip("mcap.reader")
-
 TS = get_typestore(Stores.ROS2_HUMBLE)
 TOPICS = [("/imu", "sensor_msgs/msg/Imu"), ("/ft/left", "geometry_msgs/msg/WrenchStamped"),
           ("/ft/right", "geometry_msgs/msg/WrenchStamped"), ("/joint_states", "sensor_msgs/msg/JointState")]
@@ -118,6 +116,7 @@ def read_batched(path, topics=None, max_messages=100):
 
 def mcap_chunks(path):
     """The chunk index of the bag's (single) MCAP file, in file order, through ``mcap``'s public API."""
+    mcap_reader = pytest.importorskip("mcap.reader")
     (f,) = pathlib.Path(path).glob("*.mcap")
     with open(f, "rb") as fh:
         return sorted(mcap_reader.make_reader(fh).get_summary().chunk_indexes, key=lambda c: c.chunk_start_offset)
@@ -201,6 +200,8 @@ def test_read_bare_mcap_file_and_all_connections(tmp_path):
 def test_chunked_path_taken_only_where_expected(tmp_path, monkeypatch):
     """MCAP with chunk compression or none: chunk by chunk, ``reader.messages`` never called;
     per-file or per-message compression and sqlite3: ``reader.messages``."""
+    pytest.importorskip("mcap.reader")
+
     def no_messages(*_, **__):
         raise AssertionError("reader.messages called")
 
