@@ -8,7 +8,8 @@ Builds a ``--seconds`` long recording by repeating the shipped one (``test/data/
 per millisecond) with shifted stamps and log times, then replays it with ``config/humanoid.yaml``
 into MCAP (zstd chunks, the default), uncompressed MCAP and sqlite3, and once more into zstd MCAP
 reading through rosbags' ``Reader.messages`` instead of chunk by chunk; prints the median speed
-(recorded seconds per second of the replay's message loop; planning excluded, reported apart).
+(recorded seconds per second of the replay's message loop; planning excluded, reported apart) over
+``--repeat`` interleaved rounds (every row once per round).
 Then the time per tick of each public-API option for each part: reading (chunk by chunk through
 the ``mcap`` package's summary, rosbags' ``Reader.messages``, ``mcap``'s ``iter_messages``), the
 node's tick logic (compiled, over batches of messages), writing 11 messages (rosbags'
@@ -57,14 +58,16 @@ def long_bag(path: str, seconds: int) -> None:
     w.close()
 
 
-def _per_tick(fn, ticks: int, repeat: int) -> float:
-    """Median over ``repeat`` runs of ``fn()``, in µs per tick."""
-    times = []
+def interleaved(options: dict, repeat: int) -> dict:
+    """``{name: median seconds of options[name]()}`` over ``repeat`` rounds, each round running every
+    option once in turn (a burst of load on the shared machine then moves every option alike)."""
+    times = {name: [] for name in options}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) / ticks * 1e6
+        for name, fn in options.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def breakdown(path: str, config, tmp: str, repeat: int) -> dict:
@@ -76,35 +79,37 @@ def breakdown(path: str, config, tmp: str, repeat: int) -> dict:
     from rosbags.typesys import Stores, get_typestore
     from rbd_estimator.replay import Replayer, read_description
     from rbd_estimator.ros import bag_io
-    out = {}
-    with Reader(path) as r:
-        xml = read_description(r, "/robot_description")
-        rep = Replayer(xml, config)
-        conns = [c for c in r.connections if c.topic in rep.handlers]
-        batches = list(bag_io.iter_batches(r, conns, max_messages=8192))
-        segments = []
-        t0 = time.perf_counter()
-        for b in batches:
-            rep.feed_batch(b, [c.topic for c in conns], segments.append, lambda *a: None)
-        ticks = max(1, rep.core.ticks)
-        out["tick logic"] = (time.perf_counter() - t0) / ticks * 1e6
-        out["read: chunks (mcap summary + compiled scan)"] = _per_tick(
-            lambda: list(bag_io.iter_batches(r, conns, max_messages=8192)), ticks, repeat)
-        with mock.patch.object(bag_io, "_mcap_plan", lambda *a: None):
-            out["read: rosbags Reader.messages"] = _per_tick(
-                lambda: list(bag_io.iter_batches(r, conns, max_messages=8192)), ticks, repeat)
-    (mcap_file,) = [os.path.join(path, f) for f in os.listdir(path) if f.endswith(".mcap")]
+    r = Reader(path)
+    r.open()
+    xml = read_description(r, "/robot_description")
+    rep = Replayer(xml, config)
+    conns = [c for c in r.connections if c.topic in rep.handlers]
     topics = [c.topic for c in conns]
+    batches = list(bag_io.iter_batches(r, conns, max_messages=8192))
+    segments = []
+    t0 = time.perf_counter()
+    for b in batches:
+        rep.feed_batch(b, topics, segments.append, lambda *a: None)
+    ticks = max(1, rep.core.ticks)
+    logic = time.perf_counter() - t0
+    (mcap_file,) = [os.path.join(path, f) for f in os.listdir(path) if f.endswith(".mcap")]
 
-    def mcap_iter():
+    def read_chunks():
+        return list(bag_io.iter_batches(r, conns, max_messages=8192))
+
+    def read_rosbags():
+        with mock.patch.object(bag_io, "_mcap_plan", lambda *a: None):
+            return list(bag_io.iter_batches(r, conns, max_messages=8192))
+
+    def read_mcap():
         with open(mcap_file, "rb") as fh:
             return [(c.id, m.log_time, m.data) for _, c, m in mcap.reader.make_reader(fh).iter_messages(topics)]
-    out["read: mcap iter_messages"] = _per_tick(mcap_iter, ticks, repeat)
+
     ts = get_typestore(Stores.ROS2_JAZZY)
     est_types = [("sensor_msgs/msg/JointState", rep.torque_topic)]
     est_types += [("geometry_msgs/msg/WrenchStamped", t) for t in rep.wrench_topics]
 
-    def rosbags_write():
+    def write_rosbags():
         dst = os.path.join(tmp, "breakdown")
         shutil.rmtree(dst, ignore_errors=True)
         w = Writer(dst, version=9, storage_plugin=StoragePlugin.MCAP)
@@ -116,7 +121,7 @@ def breakdown(path: str, config, tmp: str, repeat: int) -> dict:
             bag_io.write_batch(w, cs, seg)
         w.close()
 
-    def mcap_write():
+    def write_mcap():
         with open(os.path.join(tmp, "breakdown.mcap"), "wb") as fh:
             w = mcap.writer.Writer(fh, compression=mcap.writer.CompressionType.ZSTD)
             w.start("ros2", "bench_replay")
@@ -130,9 +135,14 @@ def breakdown(path: str, config, tmp: str, repeat: int) -> dict:
                 for c, t, a, n in zip(seg.conn.tolist(), seg.time.tolist(), seg.start.tolist(), seg.length.tolist()):
                     add(ids[c], t, data[a:a + n], t)
             w.finish()
-    out["write: rosbags Writer.write"] = _per_tick(rosbags_write, ticks, repeat)
-    out["write: mcap Writer.add_message"] = _per_tick(mcap_write, ticks, repeat)
-    return out
+
+    seconds = interleaved({"read: chunks (mcap summary + compiled scan)": read_chunks,
+                           "read: rosbags Reader.messages": read_rosbags,
+                           "read: mcap iter_messages": read_mcap,
+                           "write: rosbags Writer.write": write_rosbags,
+                           "write: mcap Writer.add_message": write_mcap}, repeat)
+    r.close()
+    return {"tick logic": logic / ticks * 1e6, **{k: v / ticks * 1e6 for k, v in seconds.items()}}
 
 
 def main(argv=None) -> int:
@@ -149,23 +159,26 @@ def main(argv=None) -> int:
         long_bag(src, args.seconds)
         print(f"input: {args.seconds} s of the demo humanoid at 1 kHz (IMU, 6 force-torque sensors, joint states: "
               f"8 messages per tick)")
-        rosbags_reading = mock.patch.object(bag_io, "_mcap_plan", lambda *a: None)
-        for label, kw, reading in (("mcap, zstd (default)", dict(storage="mcap"), nullcontext()),
-                                   ("mcap, uncompressed", dict(storage="mcap", compress=False), nullcontext()),
-                                   ("sqlite3", dict(storage="sqlite3"), nullcontext()),
-                                   ("mcap, zstd, read by rosbags", dict(storage="mcap"), rosbags_reading)):
-            speeds, walls = [], []
-            for k in range(args.repeat):
+        rows = {"mcap, zstd (default)": (dict(storage="mcap"), nullcontext),
+                "mcap, uncompressed": (dict(storage="mcap", compress=False), nullcontext),
+                "sqlite3": (dict(storage="sqlite3"), nullcontext),
+                "mcap, zstd, read by rosbags": (dict(storage="mcap"),
+                                                lambda: mock.patch.object(bag_io, "_mcap_plan", lambda *a: None))}
+        speeds = {label: [] for label in rows}
+        startup = {label: [] for label in rows}
+        for k in range(args.repeat):                    # interleaved rounds: every row once per round
+            for label, (kw, reading) in rows.items():
                 out = os.path.join(tmp, f"out{k}")
-                with reading:
+                with reading():
                     s, _ = replay_bag(src, out, config, **kw)
                 assert not s.error, s.error
-                speeds.append(s.speed)
-                walls.append(s.wall_seconds - s.loop_seconds)
+                speeds[label].append(s.speed)
+                startup[label].append(s.wall_seconds - s.loop_seconds)
                 shutil.rmtree(out)
-            per_tick = 1e6 / (1000.0 * float(np.median(speeds)))
-            print(f"  {label:<30} {np.median(speeds):6.1f}x real time  ({per_tick:.0f} µs per 1 ms tick; "
-                  f"start-up incl. planning {np.median(walls):.2f} s)")
+        for label in rows:
+            speed = float(np.median(speeds[label]))
+            print(f"  {label:<30} {speed:6.1f}x real time  ({1e3 / speed:.0f} µs per 1 ms tick; "
+                  f"start-up incl. planning {np.median(startup[label]):.2f} s)")
         print("  per tick, each option (8 input messages read, 11 written):")
         for what, us in breakdown(src, config, tmp, args.repeat).items():
             print(f"    {what:<46} {us:6.1f} µs")

@@ -250,7 +250,7 @@ def _mcap_plan(reader, connections):
         from rosbags.rosbag2 import Reader
     except ImportError:
         return None
-    if not isinstance(reader, Reader) or not reader.is_open or reader.compression_mode:
+    if not isinstance(reader, Reader) or reader.compression_mode:       # (raises when not open)
         return None
     plan = []
     for path in _storage_files(Path(reader.path)) or ():
