@@ -17,10 +17,10 @@ written, so a new release of either can change its internals freely.
   ``Writer`` is the only public writer of rosbag2 bags (the ``mcap`` package's ``Writer`` writes
   bare MCAP files, no ``metadata.yaml``, and is not faster per message; ``docs/replay.md``).
 
-Measured on the demo recording (10 s, 110k messages of ~200 bytes; ``benchmarks/bench_replay.py``):
-reading ~0.3 µs per message chunk by chunk against ~2.7 µs with ``Reader.messages`` (~20 µs with
-``mcap``'s ``iter_messages``); writing ~4.5 µs per message with rosbags' ``Writer.write``, about the
-same with ``mcap``'s ``Writer.add_message``.
+Measured with ``benchmarks/bench_replay.py`` (the demo recording, 8 input messages read and 11
+written per 1 ms tick; ``docs/replay.md``): reading chunk by chunk costs about a sixth of
+``Reader.messages`` and a twentieth of ``mcap``'s ``iter_messages``; rosbags' ``Writer.write`` and
+``mcap``'s ``Writer.add_message`` cost the same per message.
 
 A :class:`RawBatch` of ``n`` messages is five arrays: ``conn`` (int32[n], index into the caller's
 connection list), ``time`` (int64[n], log time in ns), ``data`` (uint8[m], the payloads
