@@ -273,6 +273,30 @@ def test_raw_batch_helpers():
         next(iter_batches(None, [], 0))
 
 
+def test_chunk_decompression_checks_size_and_crc():
+    """The chunk decompression the reader and the salvage scanner share: zstd, lz4 and none; a
+    wrong uncompressed size or CRC-32 (when the chunk states one) is refused, naming which."""
+    import zlib
+
+    import lz4.frame
+    from rbd_estimator.ros.mcap_salvage import SalvageError, decompress
+    try:
+        from compression import zstd
+    except ImportError:
+        from backports import zstd
+    raw = bytes(range(256)) * 40
+    crc = zlib.crc32(raw)
+    for name, packed in (("zstd", zstd.compress(raw)), ("lz4", lz4.frame.compress(raw)), ("", raw)):
+        assert decompress(packed, name, len(raw), crc) == raw
+        assert decompress(packed, name, len(raw), 0) == raw          # CRC 0: not stated (rosbags writes 0)
+        with pytest.raises(SalvageError, match="CRC-32"):
+            decompress(packed, name, len(raw), crc ^ 1)
+        with pytest.raises(SalvageError, match=f"decompresses to {len(raw)} bytes, its header says {len(raw) + 1}"):
+            decompress(packed, name, len(raw) + 1, crc)
+    with pytest.raises(SalvageError, match="unsupported chunk compression 'bz2'"):
+        decompress(raw, "bz2", len(raw))
+
+
 # ============================================================================ writing
 
 def write_batched(path, kind, msgs, seed=0, singles=True):
