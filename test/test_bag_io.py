@@ -259,7 +259,8 @@ def test_damaged_chunk_stops_after_the_messages_before_it(tmp_path, kind):
     got = []
     with Reader(bag) as r, pytest.raises(BagReadError, match=f"chunk at byte {third.chunk_start_offset}"):
         for b in iter_batches(r, [], 1000):
-            got += [(r.connections[c].topic, int(t), bytes(b.payload(i))) for i, (c, t) in enumerate(zip(b.conn, b.time))]
+            got += [(r.connections[c].topic, int(t), bytes(b.payload(i)))
+                    for i, (c, t) in enumerate(zip(b.conn, b.time))]
     assert got and got == ref[:len(got)]
     assert all(t < third.message_start_time for _, t, _ in got)       # nothing from the damaged chunk on
 

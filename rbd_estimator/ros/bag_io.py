@@ -39,8 +39,8 @@ rosbags reads them. ``test/test_bag_io.py`` checks the equivalence on bags rosba
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 import numpy as np
