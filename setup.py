@@ -86,8 +86,8 @@ setup(
     ],
     extras_require={
         'oracle': oracle,
-        'replay': ['rosbags', 'matplotlib'],
-        'test': oracle + ['pytest', 'example-robot-data', 'matplotlib', 'rosbags'],
+        'replay': ['rosbags', 'mcap', 'matplotlib'],
+        'test': oracle + ['pytest', 'example-robot-data', 'matplotlib', 'rosbags', 'mcap'],
     },
     cmdclass={'install': install, 'develop': develop},
     zip_safe=False,

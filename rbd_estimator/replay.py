@@ -8,7 +8,9 @@ same parameters, feeds every message, in the recording's order, to the same
 and :class:`~rbd_estimator.ros.tick.TickCore` (freshness against the sensor timeouts, plan for the
 missing sensors, estimate) the live node uses, and writes the input topics plus the estimate topics
 (``<namespace>/<node>/joint_torques``, ``<namespace>/<node>/contact_wrenches/<contact>``) to a new
-bag. Reading and writing use the ``rosbags`` package: no ROS installation is needed.
+bag. Reading and writing go through the public APIs of the ``rosbags`` package (and of the ``mcap``
+package, which reads MCAP recordings chunk by chunk: :mod:`rbd_estimator.ros.bag_io`): no ROS
+installation is needed.
 
 Time: the node's clock ("now", against which freshness is measured) is the time the recorder
 received each message (the bag's log time), as the live node uses the middleware's receipt time.

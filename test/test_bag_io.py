@@ -2,13 +2,16 @@
 
 Every bag here is written by rosbags' ``Writer`` and read by rosbags' ``Reader``; the batch
 functions must give exactly what the per-message API gives: the same (topic, log time, bytes)
-sequence in the same order when reading, the same message sequence (and, for MCAP, the same file
-bytes) when writing, on the fast paths and on the fallbacks.
+sequence in the same order when reading (chunk by chunk through the ``mcap`` package's public
+summary, or through ``Reader.messages``), the same files when writing. And the package reaches no
+private attribute of another library's objects.
 """
 from __future__ import annotations
 
-import dataclasses
+import ast
+import pathlib
 import sqlite3
+import sys
 
 import numpy as np
 import pytest
@@ -23,11 +26,18 @@ from rosbags.rosbag2 import (  # noqa: E402
     Writer,
     WriterError,
 )
-from rosbags.rosbag2 import storage_mcap  # noqa: E402
+from rosbags.interfaces import (  # noqa: E402
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
 from rosbags.typesys import Stores, get_typestore  # noqa: E402
 
 from rbd_estimator.ros import bag_io  # noqa: E402
-from rbd_estimator.ros.bag_io import RawBatch, iter_batches, write_batch  # noqa: E402
+from rbd_estimator.ros.bag_io import BagReadError, RawBatch, iter_batches, write_batch  # noqa: E402
 
 TS = get_typestore(Stores.ROS2_HUMBLE)
 TOPICS = [("/imu", "sensor_msgs/msg/Imu"), ("/ft/left", "geometry_msgs/msg/WrenchStamped"),
@@ -105,8 +115,11 @@ def read_batched(path, topics=None, max_messages=100):
 
 
 def mcap_chunks(path):
-    with Reader(path) as r:
-        return list(r.storage.storages[0].chunks)
+    """The chunk index of the bag's (single) MCAP file, in file order, through ``mcap``'s public API."""
+    mcap_reader = pytest.importorskip("mcap.reader")
+    (f,) = pathlib.Path(path).glob("*.mcap")
+    with open(f, "rb") as fh:
+        return sorted(mcap_reader.make_reader(fh).get_summary().chunk_indexes, key=lambda c: c.chunk_start_offset)
 
 
 # ============================================================================ reading
@@ -184,30 +197,72 @@ def test_read_bare_mcap_file_and_all_connections(tmp_path):
         assert got == [(c.topic, t) for c, t, _ in r.messages()]
 
 
-def test_fast_path_taken_only_where_expected(tmp_path):
-    for name, expect in (("mcap-zstd", True), ("mcap", True), ("mcap-file-zstd", True),
+def test_chunked_path_taken_only_where_expected(tmp_path, monkeypatch):
+    """MCAP with chunk compression or none: chunk by chunk, ``reader.messages`` never called;
+    per-file or per-message compression and sqlite3: ``reader.messages``."""
+    pytest.importorskip("mcap.reader")
+
+    def no_messages(*_, **__):
+        raise AssertionError("reader.messages called")
+
+    for name, expect in (("mcap-zstd", True), ("mcap", True), ("mcap-file-zstd", False),
                          ("mcap-message-zstd", False), ("sqlite3", False)):
-        bag = write_bag(tmp_path / name, KINDS[name], messages(50))
+        bag = write_bag(tmp_path / name, KINDS[name], messages(3000, seed=20))
+        ref = read_reference(bag)
         with Reader(bag) as r:
             assert (bag_io._mcap_plan(r, list(r.connections)) is not None) == expect, name
+            if expect:
+                monkeypatch.setattr(r, "messages", no_messages)
+                got = [(r.connections[c].topic, int(t), bytes(b.payload(i)))
+                       for b in iter_batches(r, [], 500) for i, (c, t) in enumerate(zip(b.conn, b.time))]
+                monkeypatch.undo()
+                assert got == ref, name
 
 
-def test_read_fallback_when_internals_differ(tmp_path, monkeypatch):
-    """rosbags internals that look different (another reader class, a chunk index without a field
-    this module reads) → ``reader.messages``, same result."""
-    bag = write_bag(tmp_path / "bag", MCAP_ZSTD, messages(8000, seed=6))
+def test_read_falls_back_where_the_channel_map_is_ambiguous(tmp_path, monkeypatch):
+    """Two connections of one topic and type (other QoS): the channel → connection map is
+    rosbags' to make, so ``reader.messages`` reads; and without the ``mcap`` package too."""
+    w, conns = open_writer(tmp_path / "bag", MCAP_ZSTD)
+    t0 = QosTime(0, 0)
+    qos = [Qos(QosHistory.KEEP_LAST, 1, QosReliability.BEST_EFFORT, QosDurability.VOLATILE, t0, t0,
+               QosLiveliness.AUTOMATIC, t0, False)]
+    twin = w.add_connection(TOPICS[0][0], TOPICS[0][1], typestore=TS, offered_qos_profiles=qos)
+    for k, t, raw in messages(4000, seed=21):
+        w.write(twin if k == 0 and t % 2 else conns[k], t, raw)
+    w.close()
+    ref = read_reference(tmp_path / "bag")
+    with Reader(tmp_path / "bag") as r:
+        assert bag_io._mcap_plan(r, list(r.connections)) is None
+    assert read_batched(tmp_path / "bag", max_messages=333) == ref
+    bag = write_bag(tmp_path / "plain", MCAP_PLAIN, messages(3000, seed=22))
+    monkeypatch.setitem(sys.modules, "mcap.reader", None)          # not installed: import fails
+    with Reader(bag) as r:
+        assert bag_io._mcap_plan(r, list(r.connections)) is None
+    assert read_batched(bag, max_messages=100) == read_reference(bag)
+
+
+@pytest.mark.parametrize("kind", ["mcap-zstd", "mcap"])
+def test_damaged_chunk_stops_after_the_messages_before_it(tmp_path, kind):
+    """The third chunk's header states one byte more than its records decompress to: the messages
+    rosbags' order puts before that chunk are yielded, then :class:`BagReadError` names the chunk."""
+    msgs = messages(16000, seed=23)
+    bag = write_bag(tmp_path / "bag", KINDS[kind], msgs)
     ref = read_reference(bag)
-
-    def no_fast_read(*_):
-        raise AssertionError("fast path taken")
-
-    monkeypatch.setattr(bag_io, "_read_chunk", no_fast_read)
-    monkeypatch.setattr(bag_io, "_CHUNK_FIELDS", bag_io._CHUNK_FIELDS + ("no_such_field",))
-    assert read_batched(bag, max_messages=700) == ref
-    monkeypatch.undo()
-    monkeypatch.setattr(bag_io, "_read_chunk", no_fast_read)
-    monkeypatch.setattr(storage_mcap, "McapReader", type("OtherMcapReader", (), {}))
-    assert read_batched(bag, max_messages=700) == ref
+    chunks = mcap_chunks(bag)
+    assert len(chunks) >= 4
+    third = chunks[2]
+    (f,) = bag.glob("*.mcap")
+    raw = bytearray(f.read_bytes())
+    at = third.chunk_start_offset + 9 + 16             # opcode, length; start and end time; uncompressed size
+    raw[at:at + 8] = (third.uncompressed_size + 1).to_bytes(8, "little")
+    f.write_bytes(bytes(raw))
+    got = []
+    with Reader(bag) as r, pytest.raises(BagReadError, match=f"chunk at byte {third.chunk_start_offset}"):
+        for b in iter_batches(r, [], 1000):
+            got += [(r.connections[c].topic, int(t), bytes(b.payload(i)))
+                    for i, (c, t) in enumerate(zip(b.conn, b.time))]
+    assert got and got == ref[:len(got)]
+    assert all(t < third.message_start_time for _, t, _ in got)       # nothing from the damaged chunk on
 
 
 def test_raw_batch_helpers():
@@ -217,6 +272,30 @@ def test_raw_batch_helpers():
     assert isinstance(b.payload(2), memoryview)
     with pytest.raises(ValueError, match="max_messages"):
         next(iter_batches(None, [], 0))
+
+
+def test_chunk_decompression_checks_size_and_crc():
+    """The chunk decompression the reader and the salvage scanner share: zstd, lz4 and none; a
+    wrong uncompressed size or CRC-32 (when the chunk states one) is refused, naming which."""
+    import zlib
+
+    import lz4.frame
+    from rbd_estimator.ros.mcap_salvage import SalvageError, decompress
+    try:
+        from compression import zstd
+    except ImportError:
+        from backports import zstd
+    raw = bytes(range(256)) * 40
+    crc = zlib.crc32(raw)
+    for name, packed in (("zstd", zstd.compress(raw)), ("lz4", lz4.frame.compress(raw)), ("", raw)):
+        assert decompress(packed, name, len(raw), crc) == raw
+        assert decompress(packed, name, len(raw), 0) == raw          # CRC 0: not stated (rosbags writes 0)
+        with pytest.raises(SalvageError, match="CRC-32"):
+            decompress(packed, name, len(raw), crc ^ 1)
+        with pytest.raises(SalvageError, match=f"decompresses to {len(raw)} bytes, its header says {len(raw) + 1}"):
+            decompress(packed, name, len(raw) + 1, crc)
+    with pytest.raises(SalvageError, match="unsupported chunk compression 'bz2'"):
+        decompress(raw, "bz2", len(raw))
 
 
 # ============================================================================ writing
@@ -264,70 +343,6 @@ def test_write_matches_rosbags(tmp_path, kind):
                      KINDS[kind])
 
 
-@pytest.mark.parametrize("kind", ["mcap-zstd", "mcap"])
-def test_write_chunk_splits(tmp_path, kind):
-    """Out-of-order times, payloads larger than a chunk, one batch spanning many chunks."""
-    limit = 2 ** 20
-    msgs = messages(3000, seed=8, monotonic=False)
-    msgs += [(1, T0 + 7, bytes(3 * limit // 2)), (2, T0 + 3, b"x" * 10), (0, T0, bytes(limit))]
-    msgs += messages(9000, seed=9, max_size=600)
-    ref = write_bag(tmp_path / "ref" / "bag", KINDS[kind], msgs)
-    for seed in (3, 4):
-        assert_same_bags(ref, write_batched(tmp_path / f"b{seed}" / "bag", KINDS[kind], msgs, seed=seed),
-                         KINDS[kind])
-    w, conns = open_writer(tmp_path / "one" / "bag", KINDS[kind])
-    write_batch(w, conns, as_batch(msgs))
-    w.close()
-    assert_same_bags(ref, tmp_path / "one" / "bag", KINDS[kind])
-
-
-def test_write_chunk_closes_only_past_the_limit(tmp_path):
-    """A pending chunk of exactly 2**20 bytes stays open; the next record closes it."""
-    limit = 2 ** 20
-    for name in ("ref", "batched"):
-        w, conns = open_writer(tmp_path / name / "bag", MCAP_PLAIN)
-        msgs = [(0, T0, bytes(limit - w.storage.chunk.bio.tell() - 31)), (1, T0, b""), (2, T0 + 1, b"y")]
-        if name == "ref":
-            for k, t, raw in msgs:
-                w.write(conns[k], t, raw)
-        else:
-            write_batch(w, conns, as_batch(msgs[:1]))
-            assert w.storage.chunk.bio.tell() == limit and not w.storage.chunks
-            write_batch(w, conns, as_batch(msgs[1:]))
-            assert len(w.storage.chunks) == 1 and w.storage.chunk.bio.tell() == 32
-        w.close()
-    assert_same_bags(tmp_path / "ref" / "bag", tmp_path / "batched" / "bag", MCAP_PLAIN)
-
-
-def test_write_fallback_when_internals_differ(tmp_path, monkeypatch):
-    msgs = messages(6000, seed=10)
-    ref = write_bag(tmp_path / "ref" / "bag", MCAP_ZSTD, msgs)
-
-    def no_fast_write(*_):
-        raise AssertionError("fast path taken")
-
-    monkeypatch.setattr(bag_io, "_mcap_write", no_fast_write)
-    monkeypatch.setattr(storage_mcap, "McapWriter", type("OtherMcapWriter", (), {}))
-    assert_same_bags(ref, write_batched(tmp_path / "other" / "bag", MCAP_ZSTD, msgs), MCAP_ZSTD)
-    monkeypatch.undo()
-    monkeypatch.setattr(bag_io, "_mcap_write", no_fast_write)   # a PendingChunk with other fields
-    other = dataclasses.make_dataclass("OtherChunk", [("extra", int, 0)], bases=(storage_mcap.PendingChunk,))
-    monkeypatch.setattr(storage_mcap, "PendingChunk", other)
-    assert_same_bags(ref, write_batched(tmp_path / "chunk" / "bag", MCAP_ZSTD, msgs), MCAP_ZSTD)
-    monkeypatch.undo()
-    ref = write_bag(tmp_path / "sqlite" / "bag", SQLITE, msgs)
-    monkeypatch.setattr(bag_io, "_sqlite_write", no_fast_write)  # a messages table that looks different
-    monkeypatch.setattr(bag_io, "_SQLITE_COLUMNS", bag_io._SQLITE_COLUMNS + [("extra", "INTEGER")])
-    assert_same_bags(ref, write_batched(tmp_path / "sqlite-other" / "bag", SQLITE, msgs), SQLITE)
-    monkeypatch.undo()
-    monkeypatch.setattr(bag_io, "_mcap_write", no_fast_write)
-    w, conns = open_writer(tmp_path / "nostats", MCAP_ZSTD)
-    monkeypatch.setattr(w, "counts", None)             # a bookkeeping attribute it does not know
-    with pytest.raises(TypeError):
-        write_batch(w, conns, as_batch(msgs[:10]))     # → writer.write, which needs it
-    w.abort()
-
-
 def test_write_errors_as_rosbags(tmp_path):
     w, conns = open_writer(tmp_path / "a", MCAP_ZSTD)
     other, other_conns = open_writer(tmp_path / "b", MCAP_ZSTD)
@@ -345,128 +360,30 @@ def test_write_errors_as_rosbags(tmp_path):
         write_batch(Writer(tmp_path / "c", version=9), conns, as_batch([(0, T0, b"")]))
 
 
-def test_write_fast_paths_taken(tmp_path, monkeypatch):
-    """MCAP (storage compression or none) and sqlite3 write batches without ``writer.write``."""
-    def no_single_write(*_):
-        raise AssertionError("writer.write called")
-
-    for name in ("mcap-zstd", "mcap", "mcap-file-zstd", "sqlite3"):
-        w, conns = open_writer(tmp_path / name, KINDS[name])
-        monkeypatch.setattr(w, "write", no_single_write)
-        write_batch(w, conns, as_batch(messages(9000, seed=11)))
-        monkeypatch.undo()
-        w.close()
-    assert_same_bags(write_bag(tmp_path / "ref" / "sqlite3", SQLITE, messages(9000, seed=11)),
-                     tmp_path / "sqlite3", SQLITE)
+BAG_MODULES = ("ros/bag_io.py", "ros/mcap_salvage.py", "ros/batch.py", "replay.py")
 
 
-@pytest.mark.parametrize("kind", ["mcap-zstd", "mcap"])
-def test_write_chunks_closed_by_rosbags(tmp_path, monkeypatch, kind):
-    """A pending chunk with index entries from batches, closed by rosbags: by ``close()``, by a
-    single ``writer.write`` that takes it past 1 MiB; and a chunk with entries from single writes
-    (two channels) first, then a batch (all four) that closes it."""
-    limit = 2 ** 20
-    head = messages(3000, seed=12)                       # ~0.6 MiB: one open chunk
-    w, _ = open_writer(tmp_path / "empty", KINDS[kind])
-    used = w.storage.chunk.bio.tell() + sum(31 + len(raw) for _, _, raw in head)    # schemas, channels, head
-    w.abort()
-    fill = [(3, T0 + 2_000_000_000, bytes(limit - used - 31 - 100))]                # 100 bytes short of 1 MiB
-    cases = {
-        "close": [("batch", head)],
-        "single write": [("batch", head), ("batch", fill), ("single", [(2, T0 + 2_000_000_001, b"z" * 9000)]),
-                         ("batch", messages(500, seed=13))],
-        "batch after singles": [("single", [(1 + k % 2, T0 - 1000 + k, bytes(k)) for k in range(40)]),
-                                ("batch", head + fill + messages(700, seed=14))],     # new channels in the batch
-    }
-    for name, steps in cases.items():
-        msgs = [m for _, part in steps for m in part]
-        ref = write_bag(tmp_path / "ref" / name / "bag", KINDS[kind], msgs)
-        w, conns = open_writer(tmp_path / "got" / name / "bag", KINDS[kind])
-        for how, part in steps:
-            chunk = w.storage.chunk
-            if how == "single" and name == "single write":
-                assert chunk.pending and chunk.bio.tell() + 31 + len(part[0][2]) > limit
-                w.write(conns[part[0][0]], part[0][1], part[0][2])
-                assert len(w.storage.chunks) == 1 and not w.storage.chunk.msgs
-            elif how == "single":
-                for k, t, raw in part:
-                    w.write(conns[k], t, raw)
-            else:
-                rosbags_closes = []
-                monkeypatch.setattr(w.storage, "close_chunk", lambda: rosbags_closes.append(1))
-                write_batch(w, conns, as_batch(part))
-                monkeypatch.undo()
-                assert not rosbags_closes                # chunks closed by the batch: our close
-        if name == "batch after singles":
-            assert len(w.storage.chunks) == 1
-        if name == "close":
-            assert w.storage.chunk.pending and not w.storage.chunks
-        w.close()
-        assert_same_bags(ref, tmp_path / "got" / name / "bag", KINDS[kind])
-
-
-def test_pending_index_reads_as_rosbags(tmp_path):
-    """At any point, ``writer.storage.chunk.msgs`` after batch writes equals (keys, key order, entries)
-    what per-message writes leave there."""
-    msgs = messages(20000, seed=15)
-    ref, ref_conns = open_writer(tmp_path / "ref" / "bag", MCAP_PLAIN)
-    got, conns = open_writer(tmp_path / "got" / "bag", MCAP_PLAIN)
-    rng = np.random.default_rng(16)
-    i = 0
-    while i < len(msgs):
-        n = int(rng.choice([1, 3, 400, 2500]))
-        for k, t, raw in msgs[i:i + n]:
-            ref.write(ref_conns[k], t, raw)
-        if rng.random() < 0.2:
-            for k, t, raw in msgs[i:i + n]:
-                got.write(conns[k], t, raw)
-        else:
-            write_batch(got, conns, as_batch(msgs[i:i + n]))
-        i += n
-        if rng.random() < 0.5:
-            assert len(got.storage.chunks) == len(ref.storage.chunks)
-            assert list(got.storage.chunk.msgs.items()) == list(ref.storage.chunk.msgs.items())
-    ref.close()
-    got.close()
-    assert_same_bags(tmp_path / "ref" / "bag", tmp_path / "got" / "bag", MCAP_PLAIN)
-
-
-def test_close_chunk_defers_to_rosbags(tmp_path, monkeypatch):
-    """An index rosbags could not have written itself (here a channel id outside uint16) is
-    closed by rosbags' own ``close_chunk``."""
-    w, conns = open_writer(tmp_path / "bag", MCAP_PLAIN)
-    write_batch(w, conns, as_batch(messages(100, seed=17)))
-    calls = []
-    monkeypatch.setattr(w.storage, "close_chunk", lambda: calls.append(dict(w.storage.chunk.msgs)))
-    bag_io._close_chunk(w.storage)
-    assert not calls and len(w.storage.chunks) == 1
-    write_batch(w, conns, as_batch(messages(100, seed=18)))
-    w.storage.chunk._msgs[70000] = []
-    bag_io._close_chunk(w.storage)
-    assert len(calls) == 1 and 70000 in calls[0] and sum(map(len, calls[0].values())) == 100
-    w.abort()
-
-
-def test_failed_single_write_then_batches(tmp_path):
-    """A ``writer.write`` that fails (log time < 0) leaves an entry in rosbags' index and a negative
-    start time in the chunk; closing that chunk then fails as rosbags' ``close_chunk`` does."""
-    msgs = messages(9000, seed=19)
-
-    def write(w, conns, part, batched):
-        if batched:
-            write_batch(w, conns, as_batch(part))
-        else:
-            for k, t, raw in part:
-                w.write(conns[k], t, raw)
-
-    for name in ("ref", "batched"):
-        w, conns = open_writer(tmp_path / name / "bag", MCAP_PLAIN)
-        write(w, conns, msgs[:1000], name == "batched")
-        with pytest.raises(OverflowError):
-            w.write(conns[0], -5, b"bad")
-        with pytest.raises(OverflowError):             # the chunk closes past 1 MiB
-            write(w, conns, msgs[1000:], name == "batched")
-        assert not w.storage.chunks
-        w.abort()
-    ref, got = (tmp_path / name / "bag" / "bag.mcap" for name in ("ref", "batched"))
-    assert ref.read_bytes() == got.read_bytes()
+def test_no_private_attribute_of_another_library():
+    """Every ``x._name`` the replay's bag modules reach (``x`` not ``self``/``cls``) names something
+    the package defines itself (a module-level name, or an attribute it sets on its own objects):
+    nothing private of rosbags, mcap or any other library."""
+    root = pathlib.Path(bag_io.__file__).parents[1]
+    ours, reached = set(), []
+    for path in root.rglob("*.py"):
+        scan = path.relative_to(root).as_posix() in BAG_MODULES
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                ours.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                ours.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                ours.add(node.attr)
+            elif isinstance(node, ast.alias) and node.asname:
+                ours.add(node.asname)
+            if (scan and isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                reached.append((path.name, node.lineno, node.attr))
+    assert reached, "the scan found no private access at all: it does not look at the modules"
+    foreign = [r for r in reached if r[2] not in ours]
+    assert not foreign, f"private attributes of other libraries: {foreign}"

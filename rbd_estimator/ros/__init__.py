@@ -9,7 +9,7 @@
 * :mod:`.batch`       the same tick over a run of recorded messages in one compiled loop (the replay);
 * :mod:`.calibration` sample collection and request parsing of ``~/calibrate_ft_offsets``;
 * :mod:`.cdr`         CDR codecs in Python: the output messages, joint-state names, strings;
-* :mod:`.bag_io`      whole batches of raw messages in and out of rosbags bags (the replay);
+* :mod:`.bag_io`      whole batches of raw messages in and out of rosbag2 bags, public APIs only (the replay);
 * :mod:`.mcap_salvage` sequential reading of a truncated MCAP recording (the offline replay);
 * :mod:`.plans`       the estimator for the full sensor set plus the plans for sensor losses;
 * :mod:`.convert`     message ↔ array conversions (the demo);

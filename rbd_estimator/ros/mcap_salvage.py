@@ -11,6 +11,7 @@ lz4 or uncompressed). No ROS import.
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 MAGIC = b"\x89MCAP0\r\n"
@@ -47,19 +48,28 @@ def _string(b, o):
     return bytes(b[o:o + n]).decode("utf-8"), o + n
 
 
-def _decompress(data, compression: str, size: int) -> bytes:
+def decompress(data, compression: str, size: int, crc: int = 0) -> bytes:
+    """The records of a Chunk record: ``data`` decompressed (``compression``: ``""``, ``zstd`` or
+    ``lz4``, as the MCAP specification names them), checked against the chunk's uncompressed
+    ``size`` (bytes) and, when not 0, its CRC-32 ``crc``. Raises :class:`SalvageError` otherwise."""
     if compression == "":
-        return bytes(data)
-    if compression == "zstd":
+        raw = bytes(data)
+    elif compression == "zstd":
         try:
             from compression import zstd  # Python 3.14
         except ImportError:
             from backports import zstd
-        return zstd.decompress(bytes(data))
-    if compression == "lz4":
+        raw = zstd.decompress(bytes(data))
+    elif compression == "lz4":
         import lz4.frame
-        return lz4.frame.decompress(bytes(data))
-    raise SalvageError(f"unsupported chunk compression '{compression}'")
+        raw = lz4.frame.decompress(bytes(data))
+    else:
+        raise SalvageError(f"unsupported chunk compression '{compression}'")
+    if len(raw) != size:
+        raise SalvageError(f"a chunk decompresses to {len(raw)} bytes, its header says {size}")
+    if crc and zlib.crc32(raw) != crc:
+        raise SalvageError(f"a chunk's CRC-32 is {zlib.crc32(raw):#010x}, its header says {crc:#010x}")
+    return raw
 
 
 class McapSalvageReader:
@@ -98,10 +108,10 @@ class McapSalvageReader:
             rec = d[body:body + n]
             try:
                 if op == 0x06:
-                    _, _, usize, _ = _CHUNK.unpack_from(rec, 0)
+                    _, _, usize, crc = _CHUNK.unpack_from(rec, 0)
                     comp, p = _string(rec, 28)
                     (clen,) = struct.unpack_from("<Q", rec, p)
-                    raw = _decompress(rec[p + 8:p + 8 + clen], comp, usize)
+                    raw = decompress(rec[p + 8:p + 8 + clen], comp, usize, crc)
                     yield from self._inner(memoryview(raw), scan)
                 elif op == 0x02:            # footer: the end
                     return
