@@ -47,8 +47,8 @@ _NAMES = (
     "YQ YV "
     # floats: joint axes, tree transforms, inertias, motion subspace columns, reference q, a_0, loops
     "AX ET RT IN SC QREF A0 RB "
-    # work: Xup, Xout, body v / a / f / Sdy, q, q̇, four-bar scratch, temporaries
-    "WXUP WXOUT WV WA WF WSD WQ WDQ WFB WT"
+    # work: Xup, Xout (per body), q, q̇, four-bar scratch, temporaries
+    "WXUP WXOUT WQ WDQ WFB WT"
 ).split()
 (H_NB, H_NC, H_NL, H_NQ, H_NV, H_NY, H_NVY, H_NBMAX, H_WORK,
  H_PAR, H_JT, H_QI, H_VI, H_ND, H_PM,
@@ -57,15 +57,16 @@ _NAMES = (
  H_LT, H_LNJ, H_LJ0, H_LQ, H_LVX, H_LNI, H_LI0, H_LIX, H_LIP, H_LND, H_LD0, H_LDX, H_LDP, H_LR, H_LFB, H_FBP,
  H_YQ, H_YV,
  H_AX, H_ET, H_RT, H_IN, H_SC, H_QREF, H_A0, H_RB,
- H_WXUP, H_WXOUT, H_WV, H_WA, H_WF, H_WSD, H_WQ, H_WDQ, H_WFB, H_WT) = range(len(_NAMES))
+ H_WXUP, H_WXOUT, H_WQ, H_WDQ, H_WFB, H_WT) = range(len(_NAMES))
 _SIZES = ("NB", "NC", "NL", "NQ", "NV", "NY", "NVY", "NBMAX")
 _FLOATS = ("AX", "ET", "RT", "IN", "SC", "QREF", "A0", "RB")
-_WORK = ("WXUP", "WXOUT", "WV", "WA", "WF", "WSD", "WQ", "WDQ", "WFB", "WT")
+_WORK = ("WXUP", "WXOUT", "WQ", "WDQ", "WFB", "WT")
 
 #: per-cluster work items (offsets ``ip[ip[H_CW] + NW k + item]``): SJ = 𝒥X diag(S_i) (6n_b × n_f),
-#: G_k (n_f × n_y), g_k (n_f), S_k (6n_b × n_y), U_k (6n_b × n_y), D_k⁻¹ (n_y²), u_k (n_y), I_kᴬ (36 n_b²)
-W_SJ, W_G, W_g, W_S, W_U, W_DINV, W_u, W_IA = range(8)
-NW = 8
+#: G_k (n_f × n_y), g_k (n_f), S_k (6n_b × n_y), U_k (6n_b × n_y), D_k⁻¹ (n_y²), u_k (n_y), I_kᴬ (36 n_b²),
+#: and the stacked vectors v_k, Ṡ_k ẏ_k, p_k (bias force pᴬ_k, or f_kᴶ), a_k (6n_b each)
+W_SJ, W_G, W_g, W_S, W_U, W_DINV, W_u, W_IA, W_v, W_Sdy, W_p, W_a = range(12)
+NW = 12
 _FB_SCRATCH = 512
 
 
@@ -111,7 +112,8 @@ class PackedClusterTree:
         cw, off = [], 0                                             # work of every cluster (W_* items)
         for c in cs:
             n6 = 6 * c.nb
-            for size in (n6 * c.nv, c.nv * c.ny, c.nv, n6 * c.ny, n6 * c.ny, c.ny * c.ny, c.ny, n6 * n6):
+            for size in (n6 * c.nv, c.nv * c.ny, c.nv, n6 * c.ny, n6 * c.ny, c.ny * c.ny, c.ny, n6 * n6,
+                         n6, n6, n6, n6):
                 cw.append(off)
                 off += size
         a["CW"] = cw
@@ -123,8 +125,9 @@ class PackedClusterTree:
                 Sc[m.v_idx[i]:m.v_idx[i] + n] = motion_subspace(m, i).T
         a.update(AX=m.axes, ET=m.E_tree, RT=m.r_tree, IN=m.inertias, SC=Sc, QREF=tree.q_reference,
                  A0=np.concatenate([np.zeros(3), -m.gravity]))
-        work = dict(WXUP=36 * m.NB, WXOUT=36 * m.NB, WV=6 * m.NB, WA=6 * m.NB, WF=6 * m.NB, WSD=6 * m.NB,
-                    WQ=m.nq, WDQ=m.nv, WFB=_FB_SCRATCH, WT=2 * (6 * a["NBMAX"]) ** 2 + 72 + 2 * m.nv)
+        nymax = max(c.ny for c in cs)
+        work = dict(WXUP=36 * m.NB, WXOUT=36 * m.NB, WQ=m.nq, WDQ=m.nv, WFB=_FB_SCRATCH,
+                    WT=T_MAT + 3 * (6 * a["NBMAX"]) ** 2 + 48 * a["NBMAX"] + 4 * nymax * nymax + 4 * nymax + 64)
         header = np.zeros(len(_NAMES), dtype=np.int64)
         ip, fp, n_ip, n_fp, n_w = [header], [], len(_NAMES), 0, off
         for k, name in enumerate(_NAMES):
