@@ -22,7 +22,7 @@ import numpy as np
 
 from ..jit import njit
 from ..model.cluster_kernels import (
-    CLOSURE_FAILED, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
+    CLOSURE_FAILED, FAST, NOT_FINITE, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
     H_CW, H_CYV, H_IN, H_NB, H_NC, H_NQ, H_NV, H_NVY, H_PM, H_QI, H_QREF, H_SC, H_VI, H_ND, H_WDQ, H_WQ, H_WT,
     H_WXOUT, H_WXUP, H_YQ, H_YV, NW, SINGULAR, T_MAT, W_DINV, W_G, W_IA, W_S, W_SJ, W_Sdy, W_U, W_a, W_g, W_p,
     W_u, W_v, PackedClusterTree, cluster_constraint, cluster_position, crm_apply, joint_transform, mtv6, mul66,
@@ -38,7 +38,7 @@ M_INDEPENDENT, M_EFFORT_SPANNING, M_OUTPUT_SPANNING = 1, 2, 4
 
 
 # ---------------------------------------------------------------------------- small dense algebra
-@njit
+@njit(fastmath=FAST)
 def _matmul(A, ao, B, bo, C, co, n, m, p):
     """``C = A B`` (row-major; ``A`` is n × m, ``B`` m × p)."""
     for r in range(n):
@@ -49,7 +49,7 @@ def _matmul(A, ao, B, bo, C, co, n, m, p):
             C[co + p * r + c] = s
 
 
-@njit
+@njit(fastmath=FAST)
 def _tmatmul(A, ao, B, bo, C, co, n, m, p):
     """``C = Aᵀ B`` (``A`` is n × m, ``B`` n × p, ``C`` m × p)."""
     for r in range(m):
@@ -60,7 +60,7 @@ def _tmatmul(A, ao, B, bo, C, co, n, m, p):
             C[co + p * r + c] = s
 
 
-@njit
+@njit(fastmath=FAST)
 def _inverse(A, ao, n, X, xo, T, to):
     """``X = A⁻¹`` (n × n) by Gauss–Jordan elimination with partial pivoting (``T[to:to+n²]``:
     scratch). ``A`` is a joint-space inertia, symmetric positive definite."""
@@ -91,7 +91,7 @@ def _inverse(A, ao, n, X, xo, T, to):
                         X[xo + n * r + k] -= f * X[xo + n * c + k]
 
 
-@njit
+@njit(fastmath=FAST)
 def _rbi_apply(fp, io, x, xo, y, yo, accumulate):
     """``y (+)= I x`` for a body's 6 × 6 spatial inertia at ``fp[io]``."""
     for r in range(6):
@@ -101,7 +101,7 @@ def _rbi_apply(fp, io, x, xo, y, yo, accumulate):
         y[yo + r] = y[yo + r] + s if accumulate else s
 
 
-@njit
+@njit(fastmath=FAST)
 def _bias_force(fp, io, v, vo, y, yo, T, to):
     """``y (+)= v ×* I v`` (eq. 58; ``T[to:to+6]``: scratch)."""
     _rbi_apply(fp, io, v, vo, T, to, False)
@@ -115,8 +115,16 @@ def _bias_force(fp, io, v, vo, y, yo, T, to):
     y[yo + 5] += w0 * f1 - w1 * f0
 
 
+@njit(fastmath=FAST)
+def _finite(x):
+    for k in range(x.size):
+        if not np.isfinite(x[k]):
+            return False
+    return True
+
+
 # ---------------------------------------------------------------------------- cluster joint
-@njit
+@njit(fastmath=FAST)
 def _parent_vector(ip, w, k, item):
     """Offset of the parent's output-body entry of stacked vector ``item`` (``-1``: the fixed base)."""
     par = ip[ip[H_CPAR] + k]
@@ -125,7 +133,7 @@ def _parent_vector(ip, w, k, item):
     return ip[ip[H_CW] + NW * par + item] + 6 * ip[ip[H_CSLOT] + k]
 
 
-@njit
+@njit(fastmath=FAST)
 def _cluster_joint(ip, fp, w, k, q, dq, solve):
     """Cluster joint k at the state (Alg. 1, outward pass 1, lines 3–16; :func:`.clusters.cluster_joint`):
     ``q_k = γ_k(y_k)`` when ``solve``, ``G_k``, ``g_k`` (dependent ``q̇`` overwritten), ``ⁱX_λ(i)``,
@@ -202,7 +210,7 @@ def _cluster_joint(ip, fp, w, k, q, dq, solve):
     return 0
 
 
-@njit
+@njit(fastmath=FAST)
 def _parent_acceleration(ip, fp, w, k, m, a0, out):
     """``(ᵏX_λ a_λ)_m = ⁱX_Λ a_Λ`` of body m of cluster k into ``w[out:out+6]`` (``a_Λ = a_0`` on the base)."""
     i = ip[ip[H_CB] + ip[ip[H_CB0] + k] + m]
@@ -213,7 +221,7 @@ def _parent_acceleration(ip, fp, w, k, m, a0, out):
         mv6(w, ip[H_WXOUT] + 36 * i, fp, a0, w, out, False)
 
 
-@njit
+@njit(fastmath=FAST)
 def _to_parent(ip, w, k, x, accumulate_into):
     """``ˡX*_k x`` (eq. 36) added to the parent's output-body entry at ``accumulate_into``."""
     b0 = ip[H_CB] + ip[ip[H_CB0] + k]
@@ -221,7 +229,7 @@ def _to_parent(ip, w, k, x, accumulate_into):
         mtv6(w, ip[H_WXOUT] + 36 * ip[b0 + m], w, x + 6 * m, w, accumulate_into, True)
 
 
-@njit
+@njit(fastmath=FAST)
 def _load_state(ip, w, q, dq, mode):
     """The spanning ``q``, ``q̇`` the passes work on (``w[WQ]``, ``w[WDQ]``): copies of the inputs, or
     the reference configuration with ``y`` and zero velocity with ``ẏ`` (independent state)."""
@@ -241,12 +249,15 @@ def _load_state(ip, w, q, dq, mode):
             w[wdq + j] = dq[j]
 
 
-@njit
+@njit(fastmath=FAST)
 def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
     """Algorithm 1 (CE-ABA): ``ÿ`` into ``ddy`` and ``q̈ = G ÿ + g`` into ``ddq`` (spanning). ``q``,
     ``dq``: ``(y, ẏ)`` or spanning ``(q, q̇)`` (``mode``); ``tau``: ``τ`` (independent) or ``τ_tree``;
-    ``fx``: per-body external forces ``f_iˣ`` (NB × 6, flattened, body coordinates). Returns 0 or
-    ``4 l + status`` for loop l that cannot be closed or is singular."""
+    ``fx``: per-body external forces ``f_iˣ`` (NB × 6, flattened, body coordinates). Returns 0,
+    :data:`NOT_FINITE` for a non-finite input, or ``4 l + status`` for loop l that cannot be closed
+    or is singular."""
+    if not (_finite(q) and _finite(dq) and _finite(tau) and _finite(fx)):
+        return NOT_FINITE
     NC = ip[H_NC]
     wq, wdq, nq, nv = ip[H_WQ], ip[H_WDQ], ip[H_NQ], ip[H_NV]
     _reset_q(ip, fp, w, mode)
@@ -349,7 +360,7 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
     return 0
 
 
-@njit
+@njit(fastmath=FAST)
 def _articulated_to_parent(ip, w, k, Ia, T):
     """``I_λᴬ += sym(ˡX*_k Iᵃ ᵏX_λ)`` (Alg. 1 line 9, eq. 59) on the parent's output-body block:
     ``Σ_mn (ᵐX_Λ)ᵀ Iᵃ_mn ⁿX_Λ``, symmetrised (see :func:`.ce_aba._symmetric`). ``T``: scratch of
@@ -357,23 +368,25 @@ def _articulated_to_parent(ip, w, k, Ia, T):
     nb = ip[ip[H_CNB] + k]
     n6 = 6 * nb
     b0 = ip[H_CB] + ip[ip[H_CB0] + k]
-    for r in range(n6):                                             # M = Iᵃ ᵏX_λ  (6 n_b × 6)
-        for c in range(6):
-            s = 0.0
-            for n in range(nb):
-                xo = ip[H_WXOUT] + 36 * ip[b0 + n]
-                for e in range(6):
-                    s += w[Ia + n6 * r + 6 * n + e] * w[xo + 6 * e + c]
-            w[T + 6 * r + c] = s
+    for e in range(6 * n6):
+        w[T + e] = 0.0
+    for n in range(nb):                                             # M = Iᵃ ᵏX_λ  (6 n_b × 6)
+        xo = ip[H_WXOUT] + 36 * ip[b0 + n]
+        for r in range(n6):
+            for e in range(6):
+                x = w[Ia + n6 * r + 6 * n + e]
+                for c in range(6):
+                    w[T + 6 * r + c] += x * w[xo + 6 * e + c]
     C = T + 6 * n6
-    for r in range(6):                                              # C = (ᵏX_λ)ᵀ M
-        for c in range(6):
-            s = 0.0
-            for m in range(nb):
-                xo = ip[H_WXOUT] + 36 * ip[b0 + m]
-                for e in range(6):
-                    s += w[xo + 6 * e + r] * w[T + 6 * (6 * m + e) + c]
-            w[C + 6 * r + c] = s
+    for e in range(36):
+        w[C + e] = 0.0
+    for m in range(nb):                                             # C = (ᵏX_λ)ᵀ M
+        xo = ip[H_WXOUT] + 36 * ip[b0 + m]
+        for e in range(6):
+            for r in range(6):
+                x = w[xo + 6 * e + r]
+                for c in range(6):
+                    w[C + 6 * r + c] += x * w[T + 6 * (6 * m + e) + c]
     par = ip[ip[H_CPAR] + k]
     npar6 = 6 * ip[ip[H_CNB] + par]
     P = ip[ip[H_CW] + NW * par + W_IA] + (npar6 + 1) * 6 * ip[ip[H_CSLOT] + k]
@@ -382,7 +395,7 @@ def _articulated_to_parent(ip, w, k, Ia, T):
             w[P + npar6 * r + c] += 0.5 * (w[C + 6 * r + c] + w[C + 6 * c + r])
 
 
-@njit
+@njit(fastmath=FAST)
 def _reset_q(ip, fp, w, mode):
     """The independent state starts from the reference configuration (dependent entries solved)."""
     if mode & M_INDEPENDENT:
@@ -391,12 +404,14 @@ def _reset_q(ip, fp, w, mode):
             w[wq + j] = fp[qr + j]
 
 
-@njit
+@njit(fastmath=FAST)
 def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
     """§V (CE-RNEA): ``τ = S_kᵀ f_kᴶ`` per cluster into ``tau`` (independent), and with
     :data:`M_OUTPUT_SPANNING` ``τ_tree = P_k τ_k``, ``P_k = G_k (G_kᵀ G_k)⁻¹ = (G_kᵀ)⁺`` (eq. 31)
     into ``tau_tree``. ``ddq``: ``ÿ``, or a spanning ``q̈`` whose independent entries are used.
-    Returns 0 or ``4 l + status``."""
+    Returns 0, :data:`NOT_FINITE` or ``4 l + status``."""
+    if not (_finite(q) and _finite(dq) and _finite(ddq) and _finite(fx)):
+        return NOT_FINITE
     NC = ip[H_NC]
     wq, wdq, nq, nv = ip[H_WQ], ip[H_WDQ], ip[H_NQ], ip[H_NV]
     _reset_q(ip, fp, w, mode)
@@ -445,7 +460,7 @@ def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
     return 0
 
 
-@njit
+@njit(fastmath=FAST)
 def _spanning_effort(ip, w, k, tau, tau_tree, T):
     """``τ_tree,k = G_k (G_kᵀ G_k)⁻¹ τ_k`` (eq. 31; ``T``: scratch)."""
     cw = ip[H_CW] + NW * k
@@ -496,8 +511,9 @@ class ClusterDynamics:
             | (M_OUTPUT_SPANNING if _kind(output, "output") == "spanning" else 0)
         q, dq = self._state(q, dq, state)
         tau = _vector(tau, t.nvy if effort == "independent" else t.nv, "tau", effort)
-        self._check(ce_aba_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, tau, self._forces(f_ext),
-                                  mode, self.ddq, self.ddy))
+        fx = self._forces(f_ext)
+        self._check(ce_aba_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, tau, fx, mode, self.ddq,
+                                  self.ddy), self._inputs(state, q, dq, tau, fx))
         return self.ddq if output == "spanning" else self.ddy
 
     def rnea(self, q, dq, ddq, f_ext=None, *, state: str = "independent", output: str = "independent") -> np.ndarray:
@@ -507,8 +523,9 @@ class ClusterDynamics:
         mode = _mode(state) | (M_OUTPUT_SPANNING if _kind(output, "output") == "spanning" else 0)
         q, dq = self._state(q, dq, state)
         ddq = _vector(ddq, t.nvy if state == "independent" else t.nv, "ddq", state)
-        self._check(ce_rnea_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, ddq, self._forces(f_ext),
-                                   mode, self.tau, self.tau_tree))
+        fx = self._forces(f_ext)
+        self._check(ce_rnea_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, ddq, fx, mode, self.tau,
+                                   self.tau_tree), self._inputs(state, q, dq, ddq, fx, "ddq"))
         return self.tau_tree if output == "spanning" else self.tau
 
     # ------------------------------------------------------------------ input conversion (plain code)
@@ -517,6 +534,11 @@ class ClusterDynamics:
         if state == "independent":
             return _vector(q, t.ny, "y", state), _vector(dq, t.nvy, "dy", state)
         return _vector(q, t.nq, "q", state), _vector(dq, t.nv, "dq", state)
+
+    @staticmethod
+    def _inputs(state, q, dq, x, fx, x_name="tau") -> dict:
+        names = ("y", "dy") if state == "independent" else ("q", "dq")
+        return {names[0]: q, names[1]: dq, x_name: x, "f_ext": fx}
 
     def _forces(self, f_ext):
         if f_ext is None:
@@ -527,7 +549,11 @@ class ClusterDynamics:
             self._fx[:] = external_forces(self.tree.model, f_ext).ravel()
         return self._fx
 
-    def _check(self, status: int) -> None:
+    def _check(self, status: int, inputs: dict) -> None:
+        if status == NOT_FINITE:
+            for name, x in inputs.items():
+                if not np.isfinite(x).all():
+                    raise ValueError(f"{name} has non-finite entries")
         if status:
             r = self.tree.loops[status // 4]
             if status % 4 == CLOSURE_FAILED:
@@ -550,12 +576,11 @@ def _mode(state: str) -> int:
 
 
 def _vector(x, n: int, name: str, kind: str) -> np.ndarray:
-    """``x`` as a float64 vector of length ``n``, finite (errors name the argument)."""
+    """``x`` as a float64 vector of length ``n`` (errors name the argument; the kernels check that
+    it is finite)."""
     x = np.asarray(x, dtype=np.float64)
     if x.shape != (n,):
         raise ValueError(f"{name} has shape {x.shape}, expected ({n},) for {kind} coordinates")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} has non-finite entries")
     return x
 
 

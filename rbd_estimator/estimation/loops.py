@@ -54,7 +54,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..jit import njit
-from ..model.cluster_kernels import (CLOSURE_FAILED, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
+from ..model.cluster_kernels import (CLOSURE_FAILED, FAST, NOT_FINITE, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
                                      PackedClusterTree, cluster_constraint, cluster_position, packable)
 from ..model.clusters import ClusterTree
 from ..model.loops import BeltTransmission, ExplicitLoop, LinearTransmission, LinkAndRotor, LoopConfig
@@ -157,7 +157,6 @@ class LoopEstimator:
         # Newton on a four-bar continues from the previous tick's assembly (``_close`` starts from
         # ``tree.q_reference``): a view of the tree whose reference is that buffer
         self._q_warm = tree.q_reference.copy()
-        self._warm_tree = replace(tree, q_reference=self._q_warm)
         self._dqs = np.zeros(tree.nv)
         ind = [m.body_joint_names.index(j) for j in self.joint_names]
         self._y_q, self._y_v = m.q_idx[ind], m.v_idx[ind]
@@ -171,6 +170,7 @@ class LoopEstimator:
                 setattr(self, "_" + name if name != "G" else name, self._E[start:start + a.size].reshape(a.shape))
                 start += a.size
             self._nl = _index_table(self._nonlinear, self._y_q, self._y_v, len(self.tree_joint_names), m.nq, m.nv)
+        self._warm_tree = replace(tree, q_reference=self._q_warm)
 
     @property
     def state_dependent(self) -> tuple[str, ...]:
@@ -301,7 +301,7 @@ class LoopEstimator:
 
 
 # ---------------------------------------------------------------------------- compiled tick
-_NOT_FINITE = 3
+_NOT_FINITE = NOT_FINITE
 # index table of :func:`_loop_state`: header, then the blocks it names
 (_N_NL, _N_Y, _N_J, _N_Q, _N_V, _O_K, _O_R0, _O_C0, _O_ROWS, _O_COLS, _O_QIX, _O_YQ, _O_YV) = range(13)
 
@@ -336,7 +336,7 @@ def _cat(parts) -> np.ndarray:
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
-@njit
+@njit(fastmath=FAST)
 def _loop_state(ip, fp, w, nl, E):
     """One tick's spanning state ``[q q̇ q̈]`` (rows of ``Q``, tree joints) from ``[y ẏ ÿ]`` (rows of
     ``Y``): checks ``Y`` is finite, closes every state-dependent cluster at ``(y, ẏ)`` from the
