@@ -272,14 +272,12 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
         nb = ip[ip[H_CNB] + k]
         IA, pA, v = ip[cw + W_IA], ip[cw + W_p], ip[cw + W_v]
         b0 = ip[H_CB] + ip[ip[H_CB0] + k]
-        for e in range(36 * nb * nb):
-            w[IA + e] = 0.0
         for m in range(nb):                                         # line 17: I_kᴬ = I_k; line 18: pᴬ_k
             i = ip[b0 + m]
             io = ip[H_IN] + 36 * i
+            for e in range(36):
+                w[IA + 36 * m + e] = fp[io + e]
             for r in range(6):
-                for c in range(6):
-                    w[IA + 6 * nb * (6 * m + r) + 6 * m + c] = fp[io + 6 * r + c]
                 w[pA + 6 * m + r] = -fx[6 * i + r]
             _bias_force(fp, io, w, v + 6 * m, w, pA + 6 * m, w, t0)
     for k in range(NC - 1, -1, -1):                                 # inward pass (descending)
@@ -296,7 +294,8 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
             else:
                 s = tau[ip[y0 + j]]
             w[u + j] = s
-        _matmul(w, IA, w, S, w, U, n6, n6, ny)                      # line 3: U_k = I_kᴬ S_k
+        for m in range(nb):                                         # line 3: U_k = I_kᴬ S_k (block diagonal I_kᴬ)
+            _matmul(w, IA + 36 * m, w, S + 6 * ny * m, w, U + 6 * ny * m, 6, 6, ny)
         D = t0
         _tmatmul(w, S, w, U, w, D, n6, ny, ny)                      # line 4: D_k = S_kᵀ U_k
         _inverse(w, D, ny, w, Dinv, w, D + ny * ny)
@@ -305,26 +304,8 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
             for r in range(n6):
                 s += w[S + ny * r + j] * w[pA + r]
             w[u + j] -= s
-        if ip[ip[H_CPAR] + k] < 0:                                  # line 6
-            continue
-        Ia, UD, pa = t0, t0 + n6 * n6, t0 + n6 * n6 + n6 * ny
-        _matmul(w, U, w, Dinv, w, UD, n6, ny, ny)                   # U_k D_k⁻¹
-        for r in range(n6):                                         # line 7, (60): Iᵃ = Iᴬ − U D⁻¹ Uᵀ
-            for c in range(n6):
-                s = 0.0
-                for j in range(ny):
-                    s += w[UD + ny * r + j] * w[U + ny * c + j]
-                w[Ia + n6 * r + c] = w[IA + n6 * r + c] - s
-        Sdy = ip[cw + W_Sdy]
-        for r in range(n6):                                         # line 8, (60): pᵃ = pᴬ + Iᵃ Ṡẏ + U D⁻¹ u
-            s = w[pA + r]
-            for c in range(n6):
-                s += w[Ia + n6 * r + c] * w[Sdy + c]
-            for j in range(ny):
-                s += w[UD + ny * r + j] * w[u + j]
-            w[pa + r] = s
-        _articulated_to_parent(ip, w, k, Ia, pa + n6)               # line 9, (59)
-        _to_parent(ip, w, k, pa, _parent_vector(ip, w, k, W_p))     # line 10, (59)
+        if ip[ip[H_CPAR] + k] >= 0:                                 # line 6
+            _articulated_to_parent(ip, w, k, t0)                    # lines 7–10, (59)–(60)
     a0 = ip[H_A0]                                                   # a_0 = −a_g
     for k in range(NC):                                             # outward pass 2 (ascending)
         cw = ip[H_CW] + NW * k
@@ -361,38 +342,75 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
 
 
 @njit(fastmath=FAST)
-def _articulated_to_parent(ip, w, k, Ia, T):
-    """``I_λᴬ += sym(ˡX*_k Iᵃ ᵏX_λ)`` (Alg. 1 line 9, eq. 59) on the parent's output-body block:
-    ``Σ_mn (ᵐX_Λ)ᵀ Iᵃ_mn ⁿX_Λ``, symmetrised (see :func:`.ce_aba._symmetric`). ``T``: scratch of
-    ``36 n_b + 36`` entries (``Iᵃ ᵏX_λ``, then the 6 × 6 block)."""
-    nb = ip[ip[H_CNB] + k]
-    n6 = 6 * nb
+def _articulated_to_parent(ip, w, k, T):
+    """Alg. 1 lines 7–10 (eqs. 59–60) for cluster k, on the parent's output-body entries:
+    ``I_λᴬ += sym(ˡX*_k Iᵃ ᵏX_λ)`` and ``p_λᴬ += ˡX*_k pᵃ`` with ``Iᵃ = Iᴬ − U D⁻¹ Uᵀ`` and
+    ``pᵃ = pᴬ + Iᵃ Ṡẏ + U D⁻¹ u``. ``I_kᴬ`` is block diagonal (§IV-B: children add to the diagonal
+    block of their output body) and ``ᵏX_λ`` has one block column, the ``X_m = ⁱX_Λ``; so with
+    ``W = ˡX*_k U = Σ_m X_mᵀ U_m`` (6 × n_y), without forming the dense ``Iᵃ``::
+
+        ˡX*_k Iᵃ ᵏX_λ = Σ_m X_mᵀ Iᴬ_mm X_m − W D⁻¹ Wᵀ,
+        ˡX*_k pᵃ      = Σ_m X_mᵀ (pᴬ_m + Iᴬ_mm (Ṡẏ)_m) + W D⁻¹ (u − Uᵀ Ṡẏ).
+
+    The symmetrisation keeps round-off from growing from cluster to cluster (see
+    :func:`.ce_aba._symmetric`). ``T``: scratch of ``12 n_y + n_y + 120`` entries."""
+    cw = ip[H_CW] + NW * k
+    nb, ny = ip[ip[H_CNB] + k], ip[ip[H_CNY] + k]
+    IA, pA, U, Dinv, u, Sdy = (ip[cw + W_IA], ip[cw + W_p], ip[cw + W_U], ip[cw + W_DINV], ip[cw + W_u],
+                               ip[cw + W_Sdy])
     b0 = ip[H_CB] + ip[ip[H_CB0] + k]
-    for e in range(6 * n6):
-        w[T + e] = 0.0
-    for n in range(nb):                                             # M = Iᵃ ᵏX_λ  (6 n_b × 6)
-        xo = ip[H_WXOUT] + 36 * ip[b0 + n]
-        for r in range(n6):
-            for e in range(6):
-                x = w[Ia + n6 * r + 6 * n + e]
-                for c in range(6):
-                    w[T + 6 * r + c] += x * w[xo + 6 * e + c]
-    C = T + 6 * n6
+    Wm, WD, C, AX, z, y, r_ = T, T + 6 * ny, T + 12 * ny, T + 12 * ny + 36, T + 12 * ny + 72, T + 12 * ny + 78, \
+        T + 12 * ny + 84
+    for e in range(6 * ny):
+        w[Wm + e] = 0.0
     for e in range(36):
         w[C + e] = 0.0
-    for m in range(nb):                                             # C = (ᵏX_λ)ᵀ M
-        xo = ip[H_WXOUT] + 36 * ip[b0 + m]
-        for e in range(6):
-            for r in range(6):
-                x = w[xo + 6 * e + r]
+    for e in range(6):
+        w[y + e] = 0.0
+    for j in range(ny):
+        w[r_ + j] = w[u + j]
+    for m in range(nb):
+        xo, ia = ip[H_WXOUT] + 36 * ip[b0 + m], IA + 36 * m
+        mul66(w, ia, w, xo, w, AX)                                  # Iᴬ_mm X_m
+        for a in range(6):                                          # C += X_mᵀ Iᴬ_mm X_m
+            for e in range(6):
+                x = w[xo + 6 * e + a]
                 for c in range(6):
-                    w[C + 6 * r + c] += x * w[T + 6 * (6 * m + e) + c]
-    par = ip[ip[H_CPAR] + k]
-    npar6 = 6 * ip[ip[H_CNB] + par]
-    P = ip[ip[H_CW] + NW * par + W_IA] + (npar6 + 1) * 6 * ip[ip[H_CSLOT] + k]
-    for r in range(6):
+                    w[C + 6 * a + c] += x * w[AX + 6 * e + c]
+        mv6(w, ia, w, Sdy + 6 * m, w, z, False)                     # z = pᴬ_m + Iᴬ_mm (Ṡẏ)_m
+        for e in range(6):
+            w[z + e] += w[pA + 6 * m + e]
+        mtv6(w, xo, w, z, w, y, True)                               # y += X_mᵀ z
+        for j in range(ny):                                         # W += X_mᵀ U_m, r = u − Uᵀ Ṡẏ
+            s = 0.0
+            for e in range(6):
+                s += w[U + ny * (6 * m + e) + j] * w[Sdy + 6 * m + e]
+            w[r_ + j] -= s
+            for a in range(6):
+                x = 0.0
+                for e in range(6):
+                    x += w[xo + 6 * e + a] * w[U + ny * (6 * m + e) + j]
+                w[Wm + ny * a + j] += x
+    _matmul(w, Wm, w, Dinv, w, WD, 6, ny, ny)                       # W D⁻¹
+    for a in range(6):
+        s = 0.0
+        for j in range(ny):
+            s += w[WD + ny * a + j] * w[r_ + j]
+        w[y + a] += s                                               # + W D⁻¹ (u − Uᵀ Ṡẏ)
         for c in range(6):
-            w[P + npar6 * r + c] += 0.5 * (w[C + 6 * r + c] + w[C + 6 * c + r])
+            x = 0.0
+            for j in range(ny):
+                x += w[WD + ny * a + j] * w[Wm + ny * c + j]
+            w[C + 6 * a + c] -= x                                   # − W D⁻¹ Wᵀ
+    par = ip[ip[H_CPAR] + k]
+    slot = ip[ip[H_CSLOT] + k]
+    P = ip[ip[H_CW] + NW * par + W_IA] + 36 * slot
+    for a in range(6):
+        for c in range(6):
+            w[P + 6 * a + c] += 0.5 * (w[C + 6 * a + c] + w[C + 6 * c + a])
+    pp = ip[ip[H_CW] + NW * par + W_p] + 6 * slot
+    for a in range(6):
+        w[pp + a] += w[y + a]
 
 
 @njit(fastmath=FAST)

@@ -67,7 +67,8 @@ _FLOATS = ("AX", "ET", "RT", "IN", "SC", "QREF", "A0", "RB")
 _WORK = ("WXUP", "WXOUT", "WQ", "WDQ", "WFB", "WT")
 
 #: per-cluster work items (offsets ``ip[ip[H_CW] + NW k + item]``): SJ = 𝒥X diag(S_i) (6n_b × n_f),
-#: G_k (n_f × n_y), g_k (n_f), S_k (6n_b × n_y), U_k (6n_b × n_y), D_k⁻¹ (n_y²), u_k (n_y), I_kᴬ (36 n_b²),
+#: G_k (n_f × n_y), g_k (n_f), S_k (6n_b × n_y), U_k (6n_b × n_y), D_k⁻¹ (n_y²), u_k (n_y), the diagonal
+#: blocks of I_kᴬ (block diagonal, §IV-B: 36 n_b),
 #: and the stacked vectors v_k, Ṡ_k ẏ_k, p_k (bias force pᴬ_k, or f_kᴶ), a_k (6n_b each)
 W_SJ, W_G, W_g, W_S, W_U, W_DINV, W_u, W_IA, W_v, W_Sdy, W_p, W_a = range(12)
 NW = 12
@@ -116,7 +117,7 @@ class PackedClusterTree:
         cw, off = [], 0                                             # work of every cluster (W_* items)
         for c in cs:
             n6 = 6 * c.nb
-            for size in (n6 * c.nv, c.nv * c.ny, c.nv, n6 * c.ny, n6 * c.ny, c.ny * c.ny, c.ny, n6 * n6,
+            for size in (n6 * c.nv, c.nv * c.ny, c.nv, n6 * c.ny, n6 * c.ny, c.ny * c.ny, c.ny, 36 * c.nb,
                          n6, n6, n6, n6):
                 cw.append(off)
                 off += size
