@@ -39,24 +39,15 @@ M_INDEPENDENT, M_EFFORT_SPANNING, M_OUTPUT_SPANNING = 1, 2, 4
 
 # ---------------------------------------------------------------------------- small dense algebra
 @njit(fastmath=FAST)
-def _matmul(A, ao, B, bo, C, co, n, m, p):
-    """``C = A B`` (row-major; ``A`` is n × m, ``B`` m × p)."""
+def _matmul(A, ao, B, bo, C, co, n, m, p, transpose_a=False):
+    """``C = Â B`` (row-major; ``Â`` is n × m, ``B`` m × p): ``Â = A``, or with ``transpose_a``
+    ``Â = Aᵀ`` of an ``A`` stored m × n."""
+    rs, cs = (1, n) if transpose_a else (m, 1)
     for r in range(n):
         for c in range(p):
             s = 0.0
             for k in range(m):
-                s += A[ao + m * r + k] * B[bo + p * k + c]
-            C[co + p * r + c] = s
-
-
-@njit(fastmath=FAST)
-def _tmatmul(A, ao, B, bo, C, co, n, m, p):
-    """``C = Aᵀ B`` (``A`` is n × m, ``B`` n × p, ``C`` m × p)."""
-    for r in range(m):
-        for c in range(p):
-            s = 0.0
-            for k in range(n):
-                s += A[ao + m * k + r] * B[bo + p * k + c]
+                s += A[ao + rs * r + cs * k] * B[bo + p * k + c]
             C[co + p * r + c] = s
 
 
@@ -92,19 +83,9 @@ def _inverse(A, ao, n, X, xo, T, to):
 
 
 @njit(fastmath=FAST)
-def _rbi_apply(fp, io, x, xo, y, yo, accumulate):
-    """``y (+)= I x`` for a body's 6 × 6 spatial inertia at ``fp[io]``."""
-    for r in range(6):
-        s = 0.0
-        for k in range(6):
-            s += fp[io + 6 * r + k] * x[xo + k]
-        y[yo + r] = y[yo + r] + s if accumulate else s
-
-
-@njit(fastmath=FAST)
 def _bias_force(fp, io, v, vo, y, yo, T, to):
     """``y (+)= v ×* I v`` (eq. 58; ``T[to:to+6]``: scratch)."""
-    _rbi_apply(fp, io, v, vo, T, to, False)
+    mv6(fp, io, v, vo, T, to, False)                                # I v
     w0, w1, w2, l0, l1, l2 = v[vo], v[vo + 1], v[vo + 2], v[vo + 3], v[vo + 4], v[vo + 5]
     n0, n1, n2, f0, f1, f2 = T[to], T[to + 1], T[to + 2], T[to + 3], T[to + 4], T[to + 5]
     y[yo] += w1 * n2 - w2 * n1 + l1 * f2 - l2 * f1
@@ -230,23 +211,29 @@ def _to_parent(ip, w, k, x, accumulate_into):
 
 
 @njit(fastmath=FAST)
-def _load_state(ip, w, q, dq, mode):
+def _load_state(ip, fp, w, q, dq, x, fx, mode):
     """The spanning ``q``, ``q̇`` the passes work on (``w[WQ]``, ``w[WDQ]``): copies of the inputs, or
-    the reference configuration with ``y`` and zero velocity with ``ẏ`` (independent state)."""
+    the reference configuration with ``y`` and zero velocity with ``ẏ`` (independent state; the
+    dependent entries are solved cluster by cluster). ``False`` when an input (``q``, ``dq``, the
+    efforts or accelerations ``x``, the forces ``fx``) is not finite."""
+    if not (_finite(q) and _finite(dq) and _finite(x) and _finite(fx)):
+        return False
     wq, wdq, nq, nv = ip[H_WQ], ip[H_WDQ], ip[H_NQ], ip[H_NV]
     if mode & M_INDEPENDENT:
+        for j in range(nq):
+            w[wq + j] = fp[ip[H_QREF] + j]
         for j in range(nv):
             w[wdq + j] = 0.0
         for j in range(ip[H_NVY]):
             w[wdq + ip[ip[H_YV] + j]] = dq[j]
-        yq = ip[H_YQ]
         for j in range(q.size):
-            w[wq + ip[yq + j]] = q[j]
+            w[wq + ip[ip[H_YQ] + j]] = q[j]
     else:
         for j in range(nq):
             w[wq + j] = q[j]
         for j in range(nv):
             w[wdq + j] = dq[j]
+    return True
 
 
 @njit(fastmath=FAST)
@@ -256,13 +243,10 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
     ``fx``: per-body external forces ``f_iˣ`` (NB × 6, flattened, body coordinates). Returns 0,
     :data:`NOT_FINITE` for a non-finite input, or ``4 l + status`` for loop l that cannot be closed
     or is singular."""
-    if not (_finite(q) and _finite(dq) and _finite(tau) and _finite(fx)):
+    if not _load_state(ip, fp, w, q, dq, tau, fx, mode):
         return NOT_FINITE
-    NC = ip[H_NC]
-    wq, wdq, nq, nv = ip[H_WQ], ip[H_WDQ], ip[H_NQ], ip[H_NV]
-    _reset_q(ip, fp, w, mode)
-    _load_state(ip, w, q, dq, mode)
-    Q, DQ = w[wq:wq + nq], w[wdq:wdq + nv]
+    wq, wdq = ip[H_WQ], ip[H_WDQ]
+    Q, DQ, NC = w[wq:wq + ip[H_NQ]], w[wdq:wdq + ip[H_NV]], ip[H_NC]
     t0 = ip[H_WT] + T_MAT
     for k in range(NC):                                             # outward pass 1 (ascending)
         status = _cluster_joint(ip, fp, w, k, Q, DQ, mode & M_INDEPENDENT)
@@ -297,7 +281,7 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
         for m in range(nb):                                         # line 3: U_k = I_kᴬ S_k (block diagonal I_kᴬ)
             _matmul(w, IA + 36 * m, w, S + 6 * ny * m, w, U + 6 * ny * m, 6, 6, ny)
         D = t0
-        _tmatmul(w, S, w, U, w, D, n6, ny, ny)                      # line 4: D_k = S_kᵀ U_k
+        _matmul(w, S, w, U, w, D, ny, n6, ny, True)                      # line 4: D_k = S_kᵀ U_k
         _inverse(w, D, ny, w, Dinv, w, D + ny * ny)
         for j in range(ny):                                         # line 5: u_k = t_k − S_kᵀ pᴬ_k
             s = 0.0
@@ -414,27 +398,15 @@ def _articulated_to_parent(ip, w, k, T):
 
 
 @njit(fastmath=FAST)
-def _reset_q(ip, fp, w, mode):
-    """The independent state starts from the reference configuration (dependent entries solved)."""
-    if mode & M_INDEPENDENT:
-        wq, qr = ip[H_WQ], ip[H_QREF]
-        for j in range(ip[H_NQ]):
-            w[wq + j] = fp[qr + j]
-
-
-@njit(fastmath=FAST)
 def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
     """§V (CE-RNEA): ``τ = S_kᵀ f_kᴶ`` per cluster into ``tau`` (independent), and with
     :data:`M_OUTPUT_SPANNING` ``τ_tree = P_k τ_k``, ``P_k = G_k (G_kᵀ G_k)⁻¹ = (G_kᵀ)⁺`` (eq. 31)
     into ``tau_tree``. ``ddq``: ``ÿ``, or a spanning ``q̈`` whose independent entries are used.
     Returns 0, :data:`NOT_FINITE` or ``4 l + status``."""
-    if not (_finite(q) and _finite(dq) and _finite(ddq) and _finite(fx)):
+    if not _load_state(ip, fp, w, q, dq, ddq, fx, mode):
         return NOT_FINITE
-    NC = ip[H_NC]
-    wq, wdq, nq, nv = ip[H_WQ], ip[H_WDQ], ip[H_NQ], ip[H_NV]
-    _reset_q(ip, fp, w, mode)
-    _load_state(ip, w, q, dq, mode)
-    Q, DQ = w[wq:wq + nq], w[wdq:wdq + nv]
+    wq, wdq = ip[H_WQ], ip[H_WDQ]
+    Q, DQ, NC = w[wq:wq + ip[H_NQ]], w[wdq:wdq + ip[H_NV]], ip[H_NC]
     t0 = ip[H_WT] + T_MAT
     a0 = ip[H_A0]
     for k in range(NC):                                             # outward pass (62)–(63)
@@ -457,7 +429,7 @@ def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
                 w[a + 6 * m + r] += s
             i = ip[b0 + m]                                          # (63) f = I a + v ×* I v − fˣ
             io = ip[H_IN] + 36 * i
-            _rbi_apply(fp, io, w, a + 6 * m, w, f + 6 * m, False)
+            mv6(fp, io, w, a + 6 * m, w, f + 6 * m, False)
             for r in range(6):
                 w[f + 6 * m + r] -= fx[6 * i + r]
             _bias_force(fp, io, w, v + 6 * m, w, f + 6 * m, w, t0 + ny)
@@ -485,7 +457,7 @@ def _spanning_effort(ip, w, k, tau, tau_tree, T):
     nv, ny = ip[ip[H_CNV] + k], ip[ip[H_CNY] + k]
     G, y0, v0 = ip[cw + W_G], ip[H_CYV] + ip[ip[H_CI0] + k], ip[H_CV] + ip[ip[H_CV0] + k]
     GtG, inv, x = T, T + ny * ny, T + 2 * ny * ny
-    _tmatmul(w, G, w, G, w, GtG, nv, ny, ny)
+    _matmul(w, G, w, G, w, GtG, ny, nv, ny, True)
     _inverse(w, GtG, ny, w, inv, w, x + ny)
     for j in range(ny):
         s = 0.0

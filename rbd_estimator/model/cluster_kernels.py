@@ -220,23 +220,21 @@ def mul66(A, ao, B, bo, C, co):
 
 
 @njit(fastmath=FAST)
-def mv6(A, ao, x, xo, y, yo, accumulate):
-    """``y (+)= A x`` for a row-major 6 × 6 block."""
+def mv6(A, ao, x, xo, y, yo, accumulate, transpose=False):
+    """``y (+)= A x`` (or ``Aᵀ x``) for a row-major 6 × 6 block (``Aᵀ`` of a motion transform: the
+    force transform ``ˡX*_k = (ᵏX_ℓ)ᵀ``)."""
+    rs, cs = (1, 6) if transpose else (6, 1)
     for r in range(6):
         s = 0.0
         for k in range(6):
-            s += A[ao + 6 * r + k] * x[xo + k]
+            s += A[ao + rs * r + cs * k] * x[xo + k]
         y[yo + r] = y[yo + r] + s if accumulate else s
 
 
 @njit(fastmath=FAST)
 def mtv6(A, ao, x, xo, y, yo, accumulate):
-    """``y (+)= Aᵀ x`` for a row-major 6 × 6 block (a force transform ``ˡX*_k = (ᵏX_ℓ)ᵀ``)."""
-    for r in range(6):
-        s = 0.0
-        for k in range(6):
-            s += A[ao + 6 * k + r] * x[xo + k]
-        y[yo + r] = y[yo + r] + s if accumulate else s
+    """``y (+)= Aᵀ x`` (:func:`mv6` transposed)."""
+    mv6(A, ao, x, xo, y, yo, accumulate, True)
 
 
 @njit(fastmath=FAST)
