@@ -35,7 +35,7 @@ equations as :mod:`~rbd_estimator.model.loop_closure`) that also forms ``[q q̇ 
 input, in preallocated buffers: a few µs per four-bar cluster between nearby ticks
 (``benchmarks/bench_loops.py --estimator``). An :class:`ExplicitLoop`'s ``G``, ``g``, ``γ`` are the
 user's Python callables: a tree with one keeps the Python path
-(:func:`~rbd_estimator.model.loop_closure.cluster_constraint`, ~1–2 ms per cluster).
+(:func:`~rbd_estimator.model.loop_closure.cluster_constraint`, ~0.5 ms per four-bar cluster).
 :attr:`LoopEstimator.state_dependent` names these loops. An explicit loop without ``gamma`` is
 refused (``y`` would not give ``q``).
 
