@@ -297,3 +297,25 @@ def test_compiled_four_bar_tick_equals_the_python_closure():
     for est in (fast, slow):
         with pytest.raises(ValueError, match=r"ddq\[1\] \(%s\) is not finite" % est.joint_names[1]):
             est.estimate(y, dy, np.array([0.0, np.inf] + [0.0] * (n - 2)))
+
+
+def test_four_bar_ticks_do_not_grow_python_memory():
+    """The compiled tick keeps no Python object per estimate (buffers are reused)."""
+    import tracemalloc
+    xml = _read(os.path.join(REPO, "test", "data", "loops", "four_bar_knee.urdf"))
+    loops = LoopConfig.from_yaml(os.path.join(REPO, "test", "data", "loops", "four_bar_knee.yaml"))
+    est = LoopEstimator.from_urdf(xml, SensorConfig.from_dict(dict(floating_base=False)), loops)
+    n = len(est.joint_names)
+    y, dy, ddy = np.full(n, 0.4), np.ones(n), np.ones(n)
+    for _ in range(200):
+        est.estimate(y, dy, ddy)
+    tracemalloc.start()
+    try:
+        est.estimate(y, dy, ddy)
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(3000):
+            est.estimate(y, dy, ddy)
+        growth = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert growth < 2048, f"{growth} bytes retained over 3000 estimates"

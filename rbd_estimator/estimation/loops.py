@@ -170,6 +170,10 @@ class LoopEstimator:
                 setattr(self, "_" + name if name != "G" else name, self._E[start:start + a.size].reshape(a.shape))
                 start += a.size
             self._nl = _index_table(self._nonlinear, self._y_q, self._y_v, len(self.tree_joint_names), m.nq, m.nv)
+            self._Y[0] = self._qs[self._y_q]                          # one call at the reference state: the
+            p = self._packed                                          # kernel is compiled (or loaded) when
+            _loop_state(p.ip, p.fp, p.w, self._nl, self._E)           # planning, not at the first tick
+            self._Y[:] = 0.0
         self._warm_tree = replace(tree, q_reference=self._q_warm)
 
     @property
