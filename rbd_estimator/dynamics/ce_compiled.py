@@ -23,7 +23,7 @@ import numpy as np
 from ..jit import njit
 from ..model.cluster_kernels import (
     CLOSURE_FAILED, FAST, NOT_FINITE, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
-    H_CW, H_CYV, H_IN, H_NB, H_NC, H_NQ, H_NV, H_NVY, H_PM, H_QI, H_QREF, H_SC, H_VI, H_ND, H_WDQ, H_WQ, H_WT,
+    H_CW, H_CYV, H_IN, H_NC, H_NQ, H_NV, H_NVY, H_PM, H_QREF, H_SC, H_VI, H_ND, H_WDQ, H_WQ, H_WT,
     H_WXOUT, H_WXUP, H_YQ, H_YV, NW, SINGULAR, T_MAT, W_DINV, W_G, W_IA, W_S, W_SJ, W_Sdy, W_U, W_a, W_g, W_p,
     W_u, W_v, PackedClusterTree, cluster_constraint, cluster_position, crm_apply, joint_transform, mtv6, mul66,
     mv6, packable)
@@ -435,7 +435,7 @@ def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
             _bias_force(fp, io, w, v + 6 * m, w, f + 6 * m, w, t0 + ny)
     for k in range(NC - 1, -1, -1):                                 # inward pass (65)
         cw = ip[H_CW] + NW * k
-        nb, nv_k, ny = ip[ip[H_CNB] + k], ip[ip[H_CNV] + k], ip[ip[H_CNY] + k]
+        nb, ny = ip[ip[H_CNB] + k], ip[ip[H_CNY] + k]
         S, f = ip[cw + W_S], ip[cw + W_p]
         y0 = ip[H_CYV] + ip[ip[H_CI0] + k]
         for j in range(ny):                                         # (23) τ_k = S_kᵀ f_kᴶ

@@ -251,7 +251,7 @@ def crm_apply(v, vo, u, uo, y, yo, accumulate):
 
 @njit(fastmath=FAST)
 def joint_transform(ip, fp, w, q, i, X, xo):
-    """``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Featherstone eq. 4.x; :func:`.joints.joint_transform`) into
+    """``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Nori eqs. 2–3a; :func:`.joints.joint_transform`) into
     ``X[xo:xo+36]``: with ``X_J = plux(E_J, r_J)`` and ``X_T = plux(E_T, r_T)``, the product is
     ``plux(E_J E_T, r_T + E_Tᵀ r_J)``."""
     t, qi = ip[ip[H_JT] + i], ip[ip[H_QI] + i]
