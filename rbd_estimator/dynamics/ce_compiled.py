@@ -502,8 +502,9 @@ class ClusterDynamics:
         q, dq = self._state(q, dq, state)
         tau = _vector(tau, t.nvy if effort == "independent" else t.nv, "tau", effort)
         fx = self._forces(f_ext)
-        self._check(ce_aba_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, tau, fx, mode, self.ddq,
-                                  self.ddy), self._inputs(state, q, dq, tau, fx))
+        status = ce_aba_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, tau, fx, mode, self.ddq, self.ddy)
+        if status:
+            self._raise(status, self._inputs(state, q, dq, tau, fx))
         return self.ddq if output == "spanning" else self.ddy
 
     def rnea(self, q, dq, ddq, f_ext=None, *, state: str = "independent", output: str = "independent") -> np.ndarray:
@@ -514,8 +515,10 @@ class ClusterDynamics:
         q, dq = self._state(q, dq, state)
         ddq = _vector(ddq, t.nvy if state == "independent" else t.nv, "ddq", state)
         fx = self._forces(f_ext)
-        self._check(ce_rnea_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, ddq, fx, mode, self.tau,
-                                   self.tau_tree), self._inputs(state, q, dq, ddq, fx, "ddq"))
+        status = ce_rnea_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, ddq, fx, mode, self.tau,
+                                self.tau_tree)
+        if status:
+            self._raise(status, self._inputs(state, q, dq, ddq, fx, "ddq"))
         return self.tau_tree if output == "spanning" else self.tau
 
     # ------------------------------------------------------------------ input conversion (plain code)
@@ -539,7 +542,8 @@ class ClusterDynamics:
             self._fx[:] = external_forces(self.tree.model, f_ext).ravel()
         return self._fx
 
-    def _check(self, status: int, inputs: dict) -> None:
+    def _raise(self, status: int, inputs: dict) -> None:
+        """The error of a kernel's non-zero status: the non-finite input, or the loop (named)."""
         if status == NOT_FINITE:
             for name, x in inputs.items():
                 if not np.isfinite(x).all():
