@@ -272,3 +272,50 @@ def test_loops_from_the_sensor_configuration():
     cfg = humanoid_config(loops_file="humanoid_loops.yaml")
     est = LoopEstimator.from_urdf(XML, cfg, base_dir=os.path.join(REPO, "config"))
     assert len(est.tree_joint_names) == len(est.joint_names) + len(LOOPS.bodies) and est.state_dependent == ()
+
+
+def test_compiled_four_bar_tick_equals_the_python_closure():
+    """The compiled tick (closure, ``G``, ``g``, ``[q q̇ q̈]`` in one kernel) gives the estimate of the
+    Python path (:mod:`rbd_estimator.model.loop_closure`) over a trajectory with jumps, the warm
+    start carried from tick to tick on both; a non-finite input is named on both."""
+    xml = _read(os.path.join(REPO, "test", "data", "loops", "four_bar_knee.urdf"))
+    loops = LoopConfig.from_yaml(os.path.join(REPO, "test", "data", "loops", "four_bar_knee.yaml"))
+    cfg = SensorConfig.from_dict(dict(floating_base=False))
+    fast = LoopEstimator.from_urdf(xml, cfg, loops)
+    slow = LoopEstimator.from_urdf(xml, cfg, loops)
+    slow._packed = None
+    assert fast._packed is not None
+    rng = np.random.default_rng(57)
+    n = len(fast.joint_names)
+    y = np.zeros(n)
+    for k in range(60):
+        y = y + rng.normal(scale=0.05, size=n) if k % 10 else rng.uniform(-3, 3, n)   # small steps, and jumps
+        dy, ddy = rng.normal(size=n), rng.normal(size=n)
+        a, b = fast.estimate(y, dy, ddy), slow.estimate(y, dy, ddy)
+        assert np.max(np.abs(a.tau - b.tau)) <= 1e-9 * max(1.0, np.max(np.abs(b.tau)))
+        assert np.max(np.abs(fast.G - slow.G)) <= 1e-12 and np.max(np.abs(fast._Q - slow._Q)) <= 1e-10
+    for est in (fast, slow):
+        with pytest.raises(ValueError, match=r"ddq\[1\] \(%s\) is not finite" % est.joint_names[1]):
+            est.estimate(y, dy, np.array([0.0, np.inf] + [0.0] * (n - 2)))
+
+
+def test_four_bar_ticks_do_not_grow_python_memory():
+    """The compiled tick keeps no Python object per estimate (buffers are reused)."""
+    import tracemalloc
+    xml = _read(os.path.join(REPO, "test", "data", "loops", "four_bar_knee.urdf"))
+    loops = LoopConfig.from_yaml(os.path.join(REPO, "test", "data", "loops", "four_bar_knee.yaml"))
+    est = LoopEstimator.from_urdf(xml, SensorConfig.from_dict(dict(floating_base=False)), loops)
+    n = len(est.joint_names)
+    y, dy, ddy = np.full(n, 0.4), np.ones(n), np.ones(n)
+    for _ in range(200):
+        est.estimate(y, dy, ddy)
+    tracemalloc.start()
+    try:
+        est.estimate(y, dy, ddy)
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(3000):
+            est.estimate(y, dy, ddy)
+        growth = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert growth < 2048, f"{growth} bytes retained over 3000 estimates"

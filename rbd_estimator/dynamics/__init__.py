@@ -6,8 +6,9 @@ kernels), :mod:`.forward_dynamics` (eq. 1 via CRBA + LTDL), :mod:`.minverse` (Ca
 :mod:`.ce_aba` and :mod:`.ce_rnea` (Chignoli et al., constraint embedding on the cluster tree).
 """
 from . import aba as _aba, crba as _crba, forward_dynamics as _fd, minverse as _minverse, rnea as _rnea
-from .ce_aba import ce_aba
-from .ce_rnea import ce_crba, ce_rnea
+from .ce_rnea import ce_crba
+from .ce_compiled import ClusterDynamics, ce_aba, ce_rnea   # compiled (after the readable modules, whose
+                                                            # names these functions shadow in the package)
 from .ltl import ltdl, ltdl_inplace, ltl, ltl_inplace, mul_L, mul_Lt, solve_L, solve_Lt
 from .mimic import mimic_crba, mimic_forward, mimic_minverse, mimic_rnea
 
@@ -20,4 +21,4 @@ forward_dynamics_ltdl = mimic_forward(_fd.forward_dynamics_ltdl, _rnea.rnea, _cr
 
 __all__ = ["rnea", "aba", "crba", "ltl", "ltdl", "ltl_inplace", "ltdl_inplace",
            "mul_L", "mul_Lt", "solve_L", "solve_Lt", "forward_dynamics_ltdl", "minverse",
-           "ce_aba", "ce_rnea", "ce_crba"]
+           "ce_aba", "ce_rnea", "ce_crba", "ClusterDynamics"]

@@ -28,12 +28,16 @@ per-tick cost: for every cluster holding such a loop (and only those), the tick 
 (``γ`` by Newton with continuation as in
 :func:`~rbd_estimator.model.loop_closure.spanning_state`, but from the previous tick's
 assembly rather than the reference one; from the reference again if that fails), evaluates
-``G_k(q)``, ``g_k(q, q̇)`` (:func:`~rbd_estimator.model.loop_closure.cluster_constraint`)
-in Python, patches those blocks of ``G`` and adds ``g_k`` to ``q̈``. This costs ~1–2 ms per
-four-bar cluster between nearby ticks (a few Newton iterations of ~0.2 ms each; more after a jump
-of the input, continued in steps of 0.2 rad), against ~15 µs for the whole tree tick of the
-humanoid. :attr:`LoopEstimator.state_dependent` names these loops. An explicit loop without
-``gamma`` is refused (``y`` would not give ``q``).
+``G_k(q)``, ``g_k(q, q̇)``, patches those blocks of ``G`` and adds ``g_k`` to ``q̈``. For four-bars
+(every loop but :class:`ExplicitLoop`) this runs in one compiled kernel
+(:func:`_loop_state` on :class:`~rbd_estimator.model.cluster_kernels.PackedClusterTree`, the same
+equations as :mod:`~rbd_estimator.model.loop_closure`) that also forms ``[q q̇ q̈]`` and checks the
+input, in preallocated buffers: a few µs per four-bar cluster between nearby ticks
+(``benchmarks/bench_loops.py --estimator``). An :class:`ExplicitLoop`'s ``G``, ``g``, ``γ`` are the
+user's Python callables: a tree with one keeps the Python path
+(:func:`~rbd_estimator.model.loop_closure.cluster_constraint`, ~0.5 ms per four-bar cluster).
+:attr:`LoopEstimator.state_dependent` names these loops. An explicit loop without ``gamma`` is
+refused (``y`` would not give ``q``).
 
 Sensors: force-torque readings stay valid when no loop closes across the sensor joint — then the
 closure forces of every loop act on bodies that are all inside, or all outside, the sensor's
@@ -49,6 +53,9 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import ConfigError
+from ..jit import njit
+from ..model.cluster_kernels import (CLOSURE_FAILED, FAST, NOT_FINITE, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
+                                     PackedClusterTree, cluster_constraint, cluster_position, packable)
 from ..model.clusters import ClusterTree
 from ..model.loops import BeltTransmission, ExplicitLoop, LinearTransmission, LinkAndRotor, LoopConfig
 from ..model.robot_model import RobotModel
@@ -134,7 +141,8 @@ class LoopEstimator:
 
     def _init_state_dependent(self):
         """Per-tick data of the clusters whose ``G`` depends on the state (four-bars, explicit loops):
-        their rows (tree-joint positions) and columns (independent-joint positions) in ``G``."""
+        their rows (tree-joint positions) and columns (independent-joint positions) in ``G``; for a
+        tree without :class:`ExplicitLoop` the packed tree and index table of :func:`_loop_state`."""
         tree, m = self.tree, self.tree.model
         row = {int(m.v_idx[m.body_joint_names.index(j)]): k for k, j in enumerate(self.tree_joint_names)}
         ypos = {int(v): k for k, v in enumerate(tree.y_v_idx)}
@@ -149,10 +157,24 @@ class LoopEstimator:
         # Newton on a four-bar continues from the previous tick's assembly (``_close`` starts from
         # ``tree.q_reference``): a view of the tree whose reference is that buffer
         self._q_warm = tree.q_reference.copy()
-        self._warm_tree = replace(tree, q_reference=self._q_warm)
         self._dqs = np.zeros(tree.nv)
         ind = [m.body_joint_names.index(j) for j in self.joint_names]
         self._y_q, self._y_v = m.q_idx[ind], m.v_idx[ind]
+        self._packed = PackedClusterTree(tree) if packable(tree) is None else None
+        if self._packed is not None:                                  # compiled tick: its buffers in one array
+            parts = dict(Y=self._Y, qs=self._qs, dqs=self._dqs, q_warm=self._q_warm, G=self.G, GT=self._GT,
+                         q_offset=self._q_offset, Q=self._Q)
+            self._E = np.concatenate([a.ravel() for a in parts.values()])
+            start = 0
+            for name, a in parts.items():                             # the attributes become views of it
+                setattr(self, "_" + name if name != "G" else name, self._E[start:start + a.size].reshape(a.shape))
+                start += a.size
+            self._nl = _index_table(self._nonlinear, self._y_q, self._y_v, len(self.tree_joint_names), m.nq, m.nv)
+            self._Y[0] = self._qs[self._y_q]                          # one call at the reference state: the
+            p = self._packed                                          # kernel is compiled (or loaded) when
+            _loop_state(p.ip, p.fp, p.w, self._nl, self._E)           # planning, not at the first tick
+            self._Y[:] = 0.0
+        self._warm_tree = replace(tree, q_reference=self._q_warm)
 
     @property
     def state_dependent(self) -> tuple[str, ...]:
@@ -221,10 +243,39 @@ class LoopEstimator:
             if a.shape != (Y.shape[1],):
                 raise ValueError(f"{name}: expected {Y.shape[1]} values (the independent joints), got shape {a.shape}")
             Y[k] = a
-        if not np.isfinite(Y).all():
-            k, i = np.argwhere(~np.isfinite(Y))[0]
+        if self._packed is not None:                                  # checks, closes, forms [q q̇ q̈] (compiled)
+            p = self._packed
+            if _loop_state(p.ip, p.fp, p.w, self._nl, self._E):
+                self._raise(*self._nl[-2:])
+        else:
+            self._python_state()
+        r = self.estimator.estimate(self._Q[0], self._Q[1], self._Q[2], imu=imu, ft=ft, load_cells=load_cells,
+                                    joint_torques=joint_torques, external_wrenches=external_wrenches,
+                                    contacts=contacts)
+        np.dot(self._GT, r.tau, out=self._tau)                        # τ_y = Gᵀ τ_q
+        return self.result
+
+    def _raise(self, kind: int, index: int):
+        """The error of a failed :func:`_loop_state`: a non-finite input or a loop that cannot be closed."""
+        from ..model.loop_closure import LoopClosureError
+        if kind == _NOT_FINITE:
+            k, i = divmod(int(index), self._Y.shape[1])
             raise ValueError(f"{('q', 'dq', 'ddq')[k]}[{i}] ({self.joint_names[i]}) is not finite; "
                              f"the sample was rejected")
+        r = self.tree.loops[int(index)]
+        y = {j: float(self._qs[r.q[p]]) for j, p in zip(r.decl.independent, r.ind)}
+        if kind == CLOSURE_FAILED:
+            raise LoopClosureError(f"loop '{r.name}' cannot be closed at {y}")
+        raise LoopClosureError(f"loop '{r.name}' is at a singular configuration at {y} (the closure does not "
+                               f"determine its dependent joints)")
+
+    def _python_state(self):
+        """``[q q̇ q̈]`` of the tick with the state-dependent loops evaluated in Python (trees with an
+        :class:`ExplicitLoop`, whose ``G``, ``g``, ``γ`` are Python callables)."""
+        Y = self._Y
+        if not np.isfinite(Y).all():
+            k, i = np.argwhere(~np.isfinite(Y))[0]
+            self._raise(_NOT_FINITE, k * Y.shape[1] + i)
         if self._nonlinear:
             self._update_state_dependent()
         np.dot(Y, self._GT, out=self._Q)                              # [q q̇ q̈] = G [y ẏ ÿ] (γ linear, g = 0)
@@ -232,14 +283,9 @@ class LoopEstimator:
         for k, rows, cols, block, q_idx in self._nonlinear:
             self._Q[0, rows] = self._qs[q_idx]                        # q_k = γ_k(y_k)
             self._Q[2, rows] += self._g[k]                            # q̈_k = G_k ÿ_k + g_k
-        r = self.estimator.estimate(self._Q[0], self._Q[1], self._Q[2], imu=imu, ft=ft, load_cells=load_cells,
-                                    joint_torques=joint_torques, external_wrenches=external_wrenches,
-                                    contacts=contacts)
-        np.dot(self._GT, r.tau, out=self._tau)                        # τ_y = Gᵀ τ_q
-        return self.result
 
     def _update_state_dependent(self):
-        """Close the state-dependent loops at ``(y, ẏ)`` and write their ``G_k`` into ``G``."""
+        """Close the state-dependent loops at ``(y, ẏ)`` and write their ``G_k`` into ``G`` (Python)."""
         from ..model.loop_closure import LoopClosureError, cluster_constraint, cluster_position
         qs, dqs = self._qs, self._dqs
         qs[self._y_q], dqs[self._y_v] = self._Y[0], self._Y[1]
@@ -257,6 +303,114 @@ class LoopEstimator:
     def base_state(self, result: LoopEstimate | None = None):
         """:meth:`Estimator.base_state` of the last (or the given) estimate."""
         return self.estimator.base_state(None if result is None else result.tree)
+
+
+# ---------------------------------------------------------------------------- compiled tick
+_NOT_FINITE = NOT_FINITE
+# index table of :func:`_loop_state`: header, then the blocks it names
+(_N_NL, _N_Y, _N_J, _N_Q, _N_V, _O_K, _O_R0, _O_C0, _O_ROWS, _O_COLS, _O_QIX, _O_YQ, _O_YV) = range(13)
+
+
+def _index_table(nonlinear, y_q, y_v, n_joints: int, nq: int, nv: int) -> np.ndarray:
+    """The integers :func:`_loop_state` needs, in one array: sizes, then the state-dependent
+    clusters, the start of each one's rows (and spanning ``q`` indices) and columns, the rows (tree
+    joints), columns (independent joints) and ``q`` indices, and the spanning ``q``/``q̇`` index of
+    every independent joint; its last two entries receive a failure's status and index."""
+    ks = [k for k, *_ in nonlinear]
+    rows = [r for _, r, *_ in nonlinear]
+    cols = [c for _, _, c, *_ in nonlinear]
+    qix = [q for *_, q in nonlinear]
+    blocks = [ks, _starts(rows), _starts(cols), _cat(rows), _cat(cols), _cat(qix), y_q, y_v]
+    head = [len(ks), len(y_q), n_joints, nq, nv]
+    offsets, n = [], len(head) + len(blocks)
+    for b in blocks:
+        offsets.append(n)
+        n += len(b)
+    return np.concatenate([np.array(head + offsets, dtype=np.int64)]
+                          + [np.asarray(b, dtype=np.int64) for b in blocks] + [np.zeros(2, np.int64)])
+
+
+def _starts(parts) -> list:
+    out = [0]
+    for p in parts:
+        out.append(out[-1] + len(p))
+    return out
+
+
+def _cat(parts) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+@njit(fastmath=FAST)
+def _loop_state(ip, fp, w, nl, E):
+    """One tick's spanning state ``[q q̇ q̈]`` (rows of ``Q``, tree joints) from ``[y ẏ ÿ]`` (rows of
+    ``Y``): checks ``Y`` is finite, closes every state-dependent cluster at ``(y, ẏ)`` from the
+    previous assembly ``q_warm`` (from the reference when that fails; Alg. 1, line 3), writes its
+    ``G_k`` into ``G`` and ``Gᵀ`` (lines 4–6), then ``[q q̇ q̈] = G [y ẏ ÿ]`` with ``q += γ(0)``
+    (constant loops), ``q_k = γ_k(y_k)`` and ``q̈_k += g_k`` (eq. 3). ``E`` holds, row-major,
+    ``Y`` (3 × n_y), the spanning ``q``, ``q̇``, ``q_warm``, ``G`` (n_j × n_y), ``Gᵀ``, ``γ(0)``
+    (n_j) and ``Q`` (3 × n_j). Returns 0, or a status that it also writes with the failing loop
+    (or flat input) index into the last two entries of ``nl``."""
+    ny, nj, nq, nv = nl[_N_Y], nl[_N_J], nl[_N_Q], nl[_N_V]
+    eY = 0
+    eq = eY + 3 * ny
+    edq = eq + nq
+    ew = edq + nv
+    eG = ew + nq
+    eGT = eG + nj * ny
+    eo = eGT + ny * nj
+    eQ = eo + nj
+    n_info = nl.size - 2
+    for x in range(3 * ny):
+        if not np.isfinite(E[eY + x]):
+            nl[n_info], nl[n_info + 1] = _NOT_FINITE, x
+            return _NOT_FINITE
+    qs, dqs, q_warm = E[eq:eq + nq], E[edq:edq + nv], E[ew:ew + nq]
+    for j in range(ny):
+        qs[nl[nl[_O_YQ] + j]] = E[eY + j]
+        dqs[nl[nl[_O_YV] + j]] = E[eY + ny + j]
+    qref = fp[ip[H_QREF]:ip[H_QREF] + nq]
+    for n in range(nl[_N_NL]):
+        k = nl[nl[_O_K] + n]
+        r0, r1 = nl[nl[_O_R0] + n], nl[nl[_O_R0] + n + 1]
+        c0 = nl[nl[_O_C0] + n]
+        bad = cluster_position(ip, fp, w, k, qs, q_warm)
+        if bad >= 0:                                                # lost the branch: from the reference
+            bad = cluster_position(ip, fp, w, k, qs, qref)
+            if bad >= 0:
+                nl[n_info], nl[n_info + 1] = CLOSURE_FAILED, bad
+                return CLOSURE_FAILED
+        for a in range(r1 - r0):
+            x = nl[nl[_O_QIX] + r0 + a]
+            q_warm[x] = qs[x]
+        cw = ip[H_CW] + NW * k
+        go, gro = ip[cw + W_G], ip[cw + W_g]
+        bad = cluster_constraint(ip, fp, w, k, qs, dqs, True, w, go, w, gro)
+        if bad >= 0:
+            nl[n_info], nl[n_info + 1] = SINGULAR, bad
+            return SINGULAR
+        nyk = ip[ip[H_CNY] + k]
+        for a in range(r1 - r0):
+            row = nl[nl[_O_ROWS] + r0 + a]
+            for b in range(nyk):
+                col = nl[nl[_O_COLS] + c0 + b]
+                E[eG + ny * row + col] = w[go + nyk * a + b]
+                E[eGT + nj * col + row] = w[go + nyk * a + b]
+    for r in range(3):                                              # [q q̇ q̈] = G [y ẏ ÿ]
+        for j in range(nj):
+            s = E[eo + j] if r == 0 else 0.0
+            for b in range(ny):
+                s += E[eY + ny * r + b] * E[eGT + nj * b + j]
+            E[eQ + nj * r + j] = s
+    for n in range(nl[_N_NL]):                                      # q_k = γ_k(y_k), q̈_k += g_k
+        k = nl[nl[_O_K] + n]
+        r0, r1 = nl[nl[_O_R0] + n], nl[nl[_O_R0] + n + 1]
+        gro = ip[ip[H_CW] + NW * k + W_g]
+        for a in range(r1 - r0):
+            row = nl[nl[_O_ROWS] + r0 + a]
+            E[eQ + row] = qs[nl[nl[_O_QIX] + r0 + a]]
+            E[eQ + 2 * nj + row] += w[gro + a]
+    return 0
 
 
 # ---------------------------------------------------------------------------- plan-time checks
