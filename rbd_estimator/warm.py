@@ -9,6 +9,7 @@ lives inside the installation (or ``$RBD_ESTIMATOR_CACHE_DIR``) and serves read-
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -58,6 +59,13 @@ def warm(names=None, log=print) -> int:
             SensorInputs.for_estimator(est, cfg, NodeSettings.from_parameters(dict(cfg.node))).warm_up()
             log(f"warm-cache: {name} ready")
             done += 1
+            if name == "humanoid":      # with geared rotors (config/humanoid_loops.yaml): the loop kernels
+                loops = os.path.join(os.path.dirname(params), "humanoid_loops.yaml")
+                if os.path.isfile(loops):
+                    est = estimator_for(xml, SensorConfig.from_parameters({**cfg.to_parameters(), "loops_file": loops}))
+                    for _ in range(2):
+                        est.estimate(**_sample(est))
+                    log("warm-cache: humanoid with rotors ready")
     seconds = time.perf_counter() - t0
     log(f"warm-cache: {done} configurations in {seconds:.1f} s ({compiled.seconds:.1f} s compiling) "
         f"into {cache_root()}")
