@@ -10,8 +10,8 @@ import scipy.sparse as sp
 
 from ...errors import ConfigError
 from ...model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
-from ..layout import motion_axes
-from .layout import _H, _NAMES, _OBS_A, _OBS_F, _Packer, rbi_compact, revolute_abc
+from ...model.forward_kinematics import KinematicTree
+from .layout import _H, _NAMES, _OBS_A, _OBS_F, _Packer
 from .solver import StructuredSolver
 
 # ---------------------------------------------------------------------------- build
@@ -138,7 +138,9 @@ def _build(est) -> StructuredSolver:
 
     # ---- sensor rows from the layout, on observed quantities: a (IMU body), f (FT bodies; τ_j → S_jᵀ f_j), h
     ms, mh = lay.m_soft, lay.m_hard
-    S = motion_axes(m)
+    qix = np.asarray(est._jofb, dtype=np.int64)
+    tree = KinematicTree.of(m, qix, qix)                  # the forward kinematics' constants, packed below
+    S = tree.S.reshape(NB, 6)
     body_of_joint = {n: i for i, n in enumerate(m.body_joint_names)}
     body_of_name = {n: i for i, n in enumerate(m.body_names)}
     entries = []                                          # (soft row, group key, component, coefficient)
@@ -243,7 +245,6 @@ def _build(est) -> StructuredSolver:
         ksel[b] = nj + NH + 6 * kk
 
     # ---- tree data
-    qix = np.asarray(est._jofb, dtype=np.int64)
     imub = int(est._imu_body) if cfg.imu is not None else -1
     chain = np.asarray(est._imu_chain, dtype=np.int64) if cfg.imu is not None else np.zeros(0, np.int64)
     need = np.zeros(NB, dtype=bool)                 # poses ⁱX_0: observed, contact and IMU bodies, ancestors
@@ -266,12 +267,11 @@ def _build(est) -> StructuredSolver:
     if floating:
         c0 = lay.col("a", m.body_names[0])
         solc[:] = est._sol_col[c0:c0 + 6]
-    abc = np.array([revolute_abc(m.axes[i], m.E_tree[i]) if jt[i] == REVOLUTE else np.zeros(27) for i in range(NB)])
 
     # ---- floats
     fpk = _Packer(np.float64)
-    f_off = dict(ET=fpk.add(m.E_tree), RT=fpk.add(m.r_tree), AX=fpk.add(m.axes), S=fpk.add(S),
-                 I=fpk.add(np.array([rbi_compact(I) for I in m.inertias])), ABC=fpk.add(abc))
+    f_off = dict(ET=fpk.add(tree.E_tree), RT=fpk.add(tree.r_tree), AX=fpk.add(tree.axes), S=fpk.add(tree.S),
+                 I=fpk.add(tree.I), ABC=fpk.add(tree.abc))
     f_off["XB"] = fpk.n
     xb_off = [fpk.add(X.T) - f_off["XB"] for X in XB]        # column j of X_Fᵀ B_c: 6 contiguous values
     Gp, Gi, Gx = _csr(G)
@@ -284,7 +284,7 @@ def _build(est) -> StructuredSolver:
     fp = fpk.array()
 
     # ---- work
-    sizes = dict(WR=3 * NB, WA=6 * NB, WF=6 * NB, WIC=10 * NB, WRP=9 * NB, WP=3 * NB, WPHI=6 * NH, WD=NOBS * NZ,
+    sizes = dict(WR=3 * NB, WA=6 * NB, WF=6 * NB, WC=6 * NB, WNU=6 * NB, WIC=10 * NB, WRP=9 * NB, WP=3 * NB, WPHI=6 * NH, WD=NOBS * NZ,
                  WV0=NOBS, WK=6 * NH, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NH, WNHH=NH * NH, WBA=6,
                  WBH=NH, WH=NH, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=MSC * (NH + 1) + NH + 1, WU=max(NOBS, 6 * NH))
@@ -296,8 +296,6 @@ def _build(est) -> StructuredSolver:
     w[w_off["WMS"]] = 1.0
     for j in range(NH):                             # h observes itself: a constant identity block of D
         w[w_off["WD"] + (obs_h + j) * NZ + za + j] = 1.0
-    for i in range(NB):                             # poses start at the identity (the floating base keeps it)
-        w[w_off["WRP"] + 9 * i:w_off["WRP"] + 9 * i + 9] = np.eye(3).ravel()
 
     # ---- ints
     ipk = _Packer(np.int64)

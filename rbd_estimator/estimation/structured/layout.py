@@ -1,18 +1,14 @@
 """Packed layout of the structured solver: header slots ``H_*`` of the integer blob ``ip`` (sizes,
-flags and offsets into ``ip``, ``fp`` and the work array ``w``), the compiled-kernel decorator and
-the compact forms of inertias and revolute rotations used by the kernels."""
+flags and offsets into ``ip``, ``fp`` and the work array ``w``) and the compiled-kernel decorator.
+The compact forms of inertias and revolute rotations the kernels read are
+:func:`~rbd_estimator.model.spatial_kernels.rbi_compact` and
+:func:`~rbd_estimator.model.forward_kinematics.revolute_abc`."""
 from __future__ import annotations
 
 import numpy as np
 from numba import types as nbt
 
-from ...jit import njit as _njit
-
-_FAST = {'contract', 'reassoc', 'nsz', 'arcp'}
-
-
-def njit(first=None, **options):
-    return _njit(first, fastmath=_FAST, **options)
+from ...jit import fast_njit as njit, uidx as _u
 
 
 # ---------------------------------------------------------------------------- packed layout
@@ -28,7 +24,7 @@ _NAMES = (
     # float arrays
     "ET RT AX S I ABC XB GX RX CX CRX OX IMUE IMUR AG "
     # work arrays
-    "WR WA WF WIC WRP WP WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WTMP WQR WU"
+    "WR WA WF WC WNU WIC WRP WP WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WTMP WQR WU"
 ).split()
 
 
@@ -37,7 +33,7 @@ _NAMES = (
  H_PAR, H_JT, H_QIX, H_CHAIN, H_POSE, H_CBODY, H_CK, H_CHOFF, H_CXB, H_GRP, H_PAIR, H_CPATH, H_GP, H_GI, H_RP,
  H_RI, H_CP, H_CI, H_CRP, H_CRI, H_CLO, H_CHI, H_OLO, H_OHI, H_OP, H_OI, H_TSEL, H_KSEL, H_SOLC, H_EYET,
  H_ET, H_RT, H_AX, H_S, H_I, H_ABC, H_XB, H_GX, H_RX, H_CX, H_CRX, H_OX, H_IMUE, H_IMUR, H_AG,
- H_WR, H_WA, H_WF, H_WIC, H_WRP, H_WP, H_WPHI, H_WD, H_WV0, H_WK, H_WA00, H_WJ, H_WRR, H_WNAA, H_WNAH, H_WNHH,
+ H_WR, H_WA, H_WF, H_WC, H_WNU, H_WIC, H_WRP, H_WP, H_WPHI, H_WD, H_WV0, H_WK, H_WA00, H_WJ, H_WRR, H_WNAA, H_WNAH, H_WNHH,
  H_WBA, H_WBH, H_WH, H_WA0, H_WAL, H_WG, H_WMS, H_WSEL, H_WTMP, H_WQR, H_WU) = range(len(_NAMES))
 
 
@@ -71,29 +67,8 @@ class _Packer:
         return np.ascontiguousarray(out.astype(self.dtype))
 
 
-def rbi_compact(I6: np.ndarray) -> np.ndarray:
-    """Spatial inertia (6×6, body coordinates) → ``[m, h (3), Jxx, Jyy, Jzz, Jxy, Jxz, Jyz]`` with
-    ``h = m c`` and ``J`` the rotational inertia about the body origin."""
-    m = I6[3, 3]
-    C = I6[0:3, 3:6]                       # h×
-    J = I6[0:3, 0:3]
-    return np.array([m, C[2, 1], C[0, 2], C[1, 0], J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2], J[1, 2]])
-
-
-def revolute_abc(axis: np.ndarray, E_tree: np.ndarray) -> np.ndarray:
-    """``(A, B, C)`` with ``R(axis, q)ᵀ E_tree = cos q A + sin q B + C`` (Rodrigues)."""
-    a = np.asarray(axis, dtype=float)
-    aa = np.outer(a, a)
-    ax = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-    return np.concatenate([((np.eye(3) - aa) @ E_tree).ravel(), (-ax @ E_tree).ravel(), (aa @ E_tree).ravel()])
-
-
 # ---------------------------------------------------------------------------- compiled kernels
-# Indices are cast to unsigned (``_u``): numba checks every signed index for a negative value to
-# wrap around, which costs up to 2.7× in these short loops; all indices here are non-negative.
-_u = np.uint64
-
-
+# Indices are cast to unsigned (``_u``, :data:`rbd_estimator.jit.uidx`): all indices are non-negative.
 _A1, _A2, _A3 = nbt.float64[::1], nbt.float64[:, ::1], nbt.float64[:, :, ::1]
 
 

@@ -6,14 +6,15 @@ import numpy as np
 from numba import types as nbt
 
 from ..checks import first_non_finite
-from .kinematics import _base_velocity, _joint_transforms_and_poses
-from .layout import (H_FLOAT, H_IMUB, H_IMUE, H_IMUR, H_MS, H_NB, H_NCELLS, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_RED,
-    H_SIMU, H_SINFO, H_SOLC, H_SOUT, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, H_WTMP, _A1, _A2, _IN,
-    _QR_THRESHOLD, _SINGULAR, _u, njit)
+from ...model.forward_kinematics import (base_velocity, imu_velocity_product, joint_transforms, poses,
+                                         velocities_and_bias)
+from .layout import (H_ABC, H_AX, H_CHAIN, H_ET, H_FLOAT, H_I, H_IMUB, H_IMUE, H_IMUR, H_JT, H_MS, H_NB, H_NCELLS,
+    H_NCHAIN, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_NPOSE, H_PAR, H_POSE, H_QIX, H_RED, H_RT, H_S, H_SIMU, H_SINFO,
+    H_SOLC, H_SOUT, H_SX, H_WA0, H_WA00, H_WBH, H_WC, H_WH, H_WK, H_WMS, H_WNHH, H_WNU, H_WP, H_WR, H_WRP, H_WTMP, _A1,
+    _A2, _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
 from .reduction import _base_equation, _observations, _rnea_without_contacts
 from .solve import _cholesky_solve, _normal_equations, _qr_solve
-from .spatial import _mx
 
 _SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _A1, _A1, _IN, _IN, _IN, _IN, _IN, _IN, _IN, _A2, _IN, _IN)
 
@@ -53,18 +54,25 @@ def structured_tick(ip, fp, w, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, c
     floating = ip[H_FLOAT]
     w_tmp, w_ms = ip[H_WTMP], ip[H_WMS]
 
-    # ---- kinematics and the RNEA / CRBA passes
-    _joint_transforms_and_poses(ip, fp, w, E, q)
-    _base_velocity(ip, fp, w, E, dq, imu_w, w[w_tmp:w_tmp + 6])
-    _rnea_without_contacts(ip, fp, w, E, V, dq, ddq)
-    # ---- sensor sources msrc = [1, ω_F × v_F, IMU acc, IMU ω̇, ft, cells, τ]
+    # ---- the forward kinematics (the package's one pass), then the RNEA / CRBA passes
+    jt, par, qix = ip[ip[H_JT]:ip[H_JT] + NB], ip[ip[H_PAR]:ip[H_PAR] + NB], ip[ip[H_QIX]:ip[H_QIX] + NB]
+    S6, f_I = fp[ip[H_S]:ip[H_S] + 6 * NB], fp[ip[H_I]:ip[H_I] + 10 * NB]
+    r, R, p = w[ip[H_WR]:ip[H_WR] + 3 * NB], w[ip[H_WRP]:ip[H_WRP] + 9 * NB], w[ip[H_WP]:ip[H_WP] + 3 * NB]
+    imu_E, imu_r, v0 = fp[ip[H_IMUE]:ip[H_IMUE] + 9], fp[ip[H_IMUR]:ip[H_IMUR] + 3], w[w_tmp:w_tmp + 6]
+    joint_transforms(jt, qix, fp[ip[H_ET]:ip[H_ET] + 9 * NB], fp[ip[H_RT]:ip[H_RT] + 3 * NB],
+                     fp[ip[H_AX]:ip[H_AX] + 3 * NB], fp[ip[H_ABC]:ip[H_ABC] + 27 * NB], q, E, r)
+    poses(jt, par, ip[ip[H_POSE]:ip[H_POSE] + ip[H_NPOSE]], E, r, R, p)
     imub = ip[H_IMUB]
-    if imub >= 0:                                  # [ω_F; v_F] = ᶠX_b v_b, then ω_F × v_F
-        t = w_tmp + 6
-        _mx(fp, ip[H_IMUE], fp, ip[H_IMUR], V, 6 * imub, w, t)
-        w[_u(w_ms + 1)] = w[_u(t + 1)] * w[_u(t + 5)] - w[_u(t + 2)] * w[_u(t + 4)]
-        w[_u(w_ms + 2)] = w[_u(t + 2)] * w[_u(t + 3)] - w[_u(t)] * w[_u(t + 5)]
-        w[_u(w_ms + 3)] = w[_u(t)] * w[_u(t + 4)] - w[_u(t + 1)] * w[_u(t + 3)]
+    for k in range(6):
+        v0[_u(k)] = 0.0
+    if floating and imub >= 0:
+        base_velocity(ip[ip[H_CHAIN]:ip[H_CHAIN] + ip[H_NCHAIN]], qix, S6, E, R, imub, imu_E, imu_w, dq, v0)
+    velocities_and_bias(jt, par, qix, S6, f_I, E, r, dq, v0, V, w[ip[H_WC]:ip[H_WC] + 6 * NB],
+                        w[ip[H_WNU]:ip[H_WNU] + 6 * NB])
+    _rnea_without_contacts(ip, fp, w, E, ddq)
+    # ---- sensor sources msrc = [1, ω_F × v_F, IMU acc, IMU ω̇, ft, cells, τ]
+    if imub >= 0:
+        imu_velocity_product(imu_E, imu_r, V, imub, w[w_tmp + 6:w_tmp + 12], w, w_ms + 1)
     for k in range(6):
         w[_u(w_ms + 4 + k)] = imu_buf[_u(7 + k)]
     o = w_ms + 10
