@@ -162,36 +162,26 @@ class Estimator:
 
     # ------------------------------------------------------------------ plan
     def _init_kinematics(self):
-        """The forward kinematics' constants (a :class:`KinematicTree` whose 1-DoF joints read
-        ``q``/``q̇`` in :attr:`joint_names` order), the IMU frame and path, and its buffers."""
+        """The forward kinematics (a :class:`KinematicTree` whose 1-DoF joints read ``q``/``q̇`` in
+        :attr:`joint_names` order, packed), the IMU frame, and the rotations and velocities."""
         m, lay = self.model, self._layout
         jidx = {name: k for k, name in enumerate(m.joint_names)}
         self._jofb = np.array([jidx.get(n, -1) if m.joint_dofs[i] == 1 else -1
                                for i, n in enumerate(m.body_joint_names)], dtype=np.int64)
-        self._tree = KinematicTree.of(m, self._jofb, self._jofb)
-        self._a0 = np.concatenate([np.zeros(3), -m.gravity])
         if self.config.imu is not None:
             f = lay.imu_frame
             self._imu_body, self._imu_E, self._imu_r = f.body, f.E.copy(), f.r.copy()
-            chain, b = [], f.body
-            while b > 0:
-                chain.append(b)
-                b = m.parents[b]
-            self._imu_chain = np.array(chain[::-1], dtype=np.int64)
         else:
             self._imu_body, self._imu_E, self._imu_r = -1, np.eye(3), np.zeros(3)
-            self._imu_chain = np.zeros(0, dtype=np.int64)
-        self._imu = (self._imu_body, self._imu_E.reshape(-1), self._imu_r)
-        self._imu_path = np.concatenate([[0], self._imu_chain]).astype(np.int64)
-        NB = m.NB
-        self._E, self._r, self._v = np.zeros((NB, 3, 3)), np.zeros(3 * NB), np.zeros((NB, 6))
-        self._R, self._p = np.zeros(9 * NB), np.zeros(3 * NB)
-        self._kin_work = np.zeros(12)
+        self._tree = KinematicTree(m, self._jofb, self._jofb, imu=(self._imu_body, self._imu_E, self._imu_r))
+        self._imu_chain = self._tree.imu_chain()
+        self._a0 = self._tree.a_root
+        self._kin = self._tree.packed()
+        self._E, self._v = np.zeros((m.NB, 3, 3)), np.zeros((m.NB, 6))
 
     def _kinematics_arguments(self) -> tuple:
-        """The constants and buffers of :func:`.kinematics.sources` (its arguments before ``q``)."""
-        return (self._tree, self._a0, self._imu, self._imu_path, self._E.reshape(-1), self._r, self._R, self._p,
-                self._v.reshape(-1), self._kin_work)
+        """The packed tree and the buffers of :func:`.kinematics.sources` (its arguments before ``q``)."""
+        return (*self._kin, self._E.reshape(-1), self._v.reshape(-1))
 
     def _sources(self, q, dq, w_imu):
         """``(src, rsrc)`` for a state (plan-time use; the tick fills the same in compiled code)."""
@@ -473,15 +463,14 @@ def _R_to_quat(R) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- compiled tick
 @njit
-def _tick(tree, a0, imu_frame, imu_path, E, r, R, p, v, work, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv,
+def _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv,
           r_qdd, r_imu_acc, r_imu_alpha, r_ft, r_cells, r_tau, r_ext, q, dq, ddq, imu, ft, cells, jt, ext, GKp, GKi, GKx,
           Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
-    """One estimate (``tree`` … ``work``: the constants and buffers of :func:`.kinematics.sources`). Returns 0, or 1 for a non-finite
-    input (``info[0]`` = which, ``info[1]`` = index), or 2 for a non-finite result."""
+    """One estimate (``kip`` … ``V``: the packed tree and buffers of :func:`.kinematics.sources`).
+    Returns 0, or 1 for a non-finite input (``info[0]`` = which, ``info[1]`` = index), or 2 for a non-finite result."""
     if first_non_finite((q, dq, ddq, imu, ft, cells, jt, ext), info):
         return 1
-    kin.sources(tree, a0, imu_frame, imu_path, E, r, R, p, v, work, q, dq, imu[4:7], src, rsrc, r_c, r_nu, r_xa0,
-                r_imu_wv)
+    kin.sources(kip, kfp, kw, E, V, q, dq, imu[4:7], src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
     rsrc[r_qdd:r_qdd + ddq.shape[0]] = ddq
     rsrc[r_imu_acc:r_imu_acc + 3] = imu[7:10]
     rsrc[r_imu_alpha:r_imu_alpha + 3] = imu[10:13]

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..dynamics.kinematics import S_FREE, external_forces
-from ..model.forward_kinematics import KinematicTree, motion_axes
+from ..model.forward_kinematics import K_WTMP, KinematicTree, motion_axes
 from ..model.robot_model import FREE, RobotModel
 from ..spatial import quat_to_R
 from . import kinematics as kin
@@ -45,10 +45,9 @@ class SparseForwardDynamics:
         self.n_rsrc = o
         trip, rhs = self._system()
         one_dof = m.joint_dofs == 1
-        self._kin = (KinematicTree.of(m, np.where(one_dof, m.q_idx, -1), np.where(one_dof, m.v_idx, -1)),
-                     np.concatenate([np.zeros(3), -m.gravity]), (-1, np.eye(3).ravel(), np.zeros(3)),
-                     np.zeros(1, np.int64), np.zeros(9 * NB), np.zeros(3 * NB), np.zeros(9 * NB), np.zeros(3 * NB),
-                     np.zeros(6 * NB), np.zeros(12))          # the arguments of kinematics.sources before q
+        self._tree = KinematicTree(m, np.where(one_dof, m.q_idx, -1), np.where(one_dof, m.v_idx, -1))
+        self._kin = self._tree.packed() + (np.zeros(9 * NB), np.zeros(6 * NB))   # ip, fp, w, E, V
+        self._a0 = self._tree.a_root
         self._src, self._rsrc = np.zeros(1 + 36 * NB), np.zeros(self.n_rsrc)
         self._src[0] = self._rsrc[0] = 1.0
         rng = np.random.default_rng(seed)
@@ -111,11 +110,11 @@ class SparseForwardDynamics:
 
     def _kinematics(self, q, dq):
         """``src`` and the kinematic part of ``rsrc`` (:func:`.kinematics.sources`) for ``(q, q̇)``."""
-        m, work = self.model, self._kin[-1]
-        work[0:6] = S_FREE @ dq[:6] if m.floating_base else 0.0          # v_0 of the free flyer
-        kin.sources(*self._kin, q, dq, work[6:9], self._src, self._rsrc, self._r_c, self._r_nu, self._r_xa0, 0)
+        m, (ip, fp, w, E, V) = self.model, self._kin
+        w[ip[K_WTMP]:ip[K_WTMP] + 6] = S_FREE @ dq[:6] if m.floating_base else 0.0   # v_0 of the free flyer
+        kin.sources(ip, fp, w, E, V, q, dq, dq[:3], self._src, self._rsrc, self._r_c, self._r_nu, self._r_xa0, 0)
         if m.floating_base:     # ⁰X_w a_w: gravity in base coordinates
-            self._rsrc[self._r_g0 + 3:self._r_g0 + 6] = quat_to_R(q[3:7]).T @ self._kin[1][3:]
+            self._rsrc[self._r_g0 + 3:self._r_g0 + 6] = quat_to_R(q[3:7]).T @ self._a0[3:]
 
     def compute(self, q, dq, tau, f_ext=None) -> np.ndarray:
         """Joint (and base) accelerations ``q̈`` (nv,). Returns a new array."""

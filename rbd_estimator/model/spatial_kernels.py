@@ -39,21 +39,9 @@ def plux_into(E, eo, r, ro, X, xo):
 
 
 @njit
-def mcross_add(v, vo, m, mo, y, yo):
-    """``y += v × m`` for motion vectors ``v``, ``m`` (RBDA eq. 2.31)."""
-    w0, w1, w2, u0, u1, u2 = v[_u(vo)], v[_u(vo + 1)], v[_u(vo + 2)], v[_u(vo + 3)], v[_u(vo + 4)], v[_u(vo + 5)]
-    m0, m1, m2, m3, m4, m5 = m[_u(mo)], m[_u(mo + 1)], m[_u(mo + 2)], m[_u(mo + 3)], m[_u(mo + 4)], m[_u(mo + 5)]
-    y[_u(yo)] += w1 * m2 - w2 * m1
-    y[_u(yo + 1)] += w2 * m0 - w0 * m2
-    y[_u(yo + 2)] += w0 * m1 - w1 * m0
-    y[_u(yo + 3)] += w1 * m5 - w2 * m4 + u1 * m2 - u2 * m1
-    y[_u(yo + 4)] += w2 * m3 - w0 * m5 + u2 * m0 - u0 * m2
-    y[_u(yo + 5)] += w0 * m4 - w1 * m3 + u0 * m1 - u1 * m0
-
-
-@njit
 def fcross(v, vo, f, fo, y, yo):
-    """``y = v ×* f`` for a motion vector ``v`` and a force vector ``f`` (RBDA eq. 2.32)."""
+    """``y = v ×* f`` for a motion vector ``v`` and a force vector ``f`` (RBDA eq. 2.32); ``y`` may
+    be ``f`` itself."""
     w0, w1, w2, u0, u1, u2 = v[_u(vo)], v[_u(vo + 1)], v[_u(vo + 2)], v[_u(vo + 3)], v[_u(vo + 4)], v[_u(vo + 5)]
     n0, n1, n2, f0, f1, f2 = f[_u(fo)], f[_u(fo + 1)], f[_u(fo + 2)], f[_u(fo + 3)], f[_u(fo + 4)], f[_u(fo + 5)]
     y[_u(yo)] = w1 * n2 - w2 * n1 + u1 * f2 - u2 * f1

@@ -5,43 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import (H_AG, H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NH,
-    H_NPAIR, H_PAIR, H_PAR, H_QIX, H_S, H_WA, H_WA00, H_WC, H_WD, H_WF, H_WIC, H_WK, H_WNU, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
+from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NH,
+    H_NPAIR, H_PAIR, H_PAR, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
     H_WV0, H_XB, _OBS_A, _u, njit)
-from ...model.spatial_kernels import fx, fxT_add, mx, rbi_apply, rbi_xT_add, solve_rbi
+from ...model.spatial_kernels import fx, fxT_add, rbi_apply, rbi_xT_add, solve_rbi
 
 @njit
-def _rnea_without_contacts(ip, fp, w, E, ddq):
-    """Nori (3a) forward with ``a_0 = 0`` (floating) or ``−a_g`` (fixed),
-    ``a⁰_i = ⁱX_λ a⁰_λ + S_i q̈_i + c_i``, and ``f⁰_i ← I_i a⁰_i + ν_i`` (``c``, ``ν`` from
-    :func:`~rbd_estimator.model.forward_kinematics.velocities_and_bias`); then (3f) backward
-    without contacts, ``f⁰_λ += X_iᵀ f⁰_i``, and the CRBA's ``I^c_λ += X_iᵀ I^c_i X_i`` (floating
-    base only)."""
+def _backward_without_contacts(ip, fp, w, E):
+    """Nori (3f) backward without contacts, ``f⁰_λ += X_iᵀ f⁰_i``, from the forward pass's ``f⁰``
+    (:func:`~rbd_estimator.model.forward_kinematics.velocities_and_bias` with ``a_0 = 0``
+    (floating) or ``−a_g`` (fixed)), and the CRBA's ``I^c_λ += X_iᵀ I^c_i X_i`` from
+    ``I^c_i = I_i`` (floating base only)."""
     NB, floating = ip[H_NB], ip[H_FLOAT]
-    i_par, i_qix = ip[H_PAR], ip[H_QIX]
-    f_S, f_I, f_ag = ip[H_S], ip[H_I], ip[H_AG]
-    w_r, w_a, w_f, w_c, w_nu, w_Ic = ip[H_WR], ip[H_WA], ip[H_WF], ip[H_WC], ip[H_WNU], ip[H_WIC]
-    for i in range(NB):
-        p = ip[_u(i_par + i)]
-        ao, so, fo = w_a + 6 * i, f_S + 6 * i, w_f + 6 * i
-        if floating and i == 0:
-            for k in range(6):
-                w[_u(ao + k)] = 0.0
-        else:
-            if p >= 0:
-                mx(E, 9 * i, w, w_r + 3 * i, w, w_a + 6 * p, w, ao)
-            else:
-                mx(E, 9 * i, w, w_r + 3 * i, fp, f_ag, w, ao)
-            k = ip[_u(i_qix + i)]
-            qdd = ddq[_u(k)] if k >= 0 else 0.0
-            for a in range(6):
-                w[_u(ao + a)] += fp[_u(so + a)] * qdd + w[_u(w_c + 6 * i + a)]
-        for k in range(6):
-            w[_u(fo + k)] = w[_u(w_nu + 6 * i + k)]
-        rbi_apply(fp, f_I + 10 * i, w, ao, w, fo, 1.0)
-        if floating:
-            for k in range(10):
-                w[_u(w_Ic + 10 * i + k)] = fp[_u(f_I + 10 * i + k)]
+    i_par, f_I = ip[H_PAR], ip[H_I]
+    w_r, w_f, w_Ic = ip[H_WR], ip[H_WF], ip[H_WIC]
+    if floating:
+        for k in range(10 * NB):
+            w[_u(w_Ic + k)] = fp[_u(f_I + k)]
     for i in range(NB - 1, -1, -1):
         p = ip[_u(i_par + i)]
         if p >= 0:

@@ -6,14 +6,12 @@ import numpy as np
 from numba import types as nbt
 
 from ..checks import first_non_finite
-from ...model.forward_kinematics import (base_velocity, imu_velocity_product, joint_transforms, poses,
-                                         velocities_and_bias)
-from .layout import (H_ABC, H_AX, H_CHAIN, H_ET, H_FLOAT, H_I, H_IMUB, H_IMUE, H_IMUR, H_JT, H_MS, H_NB, H_NCELLS,
-    H_NCHAIN, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_NPOSE, H_PAR, H_POSE, H_QIX, H_RED, H_RT, H_S, H_SIMU, H_SINFO,
-    H_SOLC, H_SOUT, H_SX, H_WA0, H_WA00, H_WBH, H_WC, H_WH, H_WK, H_WMS, H_WNHH, H_WNU, H_WP, H_WR, H_WRP, H_WTMP, _A1,
-    _A2, _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
+from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
+from .layout import (H_FLOAT, H_IMUB, H_MS, H_NB, H_NCELLS, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_RED, H_SIMU,
+    H_SINFO, H_SOLC, H_SOUT, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, _A1, _A2, _IN, _QR_THRESHOLD,
+    _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
-from .reduction import _base_equation, _observations, _rnea_without_contacts
+from .reduction import _backward_without_contacts, _base_equation, _observations
 from .solve import _cholesky_solve, _normal_equations, _qr_solve
 
 _SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _A1, _A1, _IN, _IN, _IN, _IN, _IN, _IN, _IN, _A2, _IN, _IN)
@@ -52,27 +50,14 @@ def structured_tick(ip, fp, w, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, c
         info[0] += 5
         return 1
     floating = ip[H_FLOAT]
-    w_tmp, w_ms = ip[H_WTMP], ip[H_WMS]
+    w_ms = ip[H_WMS]
 
-    # ---- the forward kinematics (the package's one pass), then the RNEA / CRBA passes
-    jt, par, qix = ip[ip[H_JT]:ip[H_JT] + NB], ip[ip[H_PAR]:ip[H_PAR] + NB], ip[ip[H_QIX]:ip[H_QIX] + NB]
-    S6, f_I = fp[ip[H_S]:ip[H_S] + 6 * NB], fp[ip[H_I]:ip[H_I] + 10 * NB]
-    r, R, p = w[ip[H_WR]:ip[H_WR] + 3 * NB], w[ip[H_WRP]:ip[H_WRP] + 9 * NB], w[ip[H_WP]:ip[H_WP] + 3 * NB]
-    imu_E, imu_r, v0 = fp[ip[H_IMUE]:ip[H_IMUE] + 9], fp[ip[H_IMUR]:ip[H_IMUR] + 3], w[w_tmp:w_tmp + 6]
-    joint_transforms(jt, qix, fp[ip[H_ET]:ip[H_ET] + 9 * NB], fp[ip[H_RT]:ip[H_RT] + 3 * NB],
-                     fp[ip[H_AX]:ip[H_AX] + 3 * NB], fp[ip[H_ABC]:ip[H_ABC] + 27 * NB], q, E, r)
-    poses(jt, par, ip[ip[H_POSE]:ip[H_POSE] + ip[H_NPOSE]], E, r, R, p)
-    imub = ip[H_IMUB]
-    for k in range(6):
-        v0[_u(k)] = 0.0
-    if floating and imub >= 0:
-        base_velocity(ip[ip[H_CHAIN]:ip[H_CHAIN] + ip[H_NCHAIN]], qix, S6, E, R, imub, imu_E, imu_w, dq, v0)
-    velocities_and_bias(jt, par, qix, S6, f_I, E, r, dq, v0, V, w[ip[H_WC]:ip[H_WC] + 6 * NB],
-                        w[ip[H_WNU]:ip[H_WNU] + 6 * NB])
-    _rnea_without_contacts(ip, fp, w, E, ddq)
+    # ---- the forward kinematics (the package's one pass) with the RNEA's forward pass, then backward
+    forward_kinematics(ip, fp, w, E, V, q, dq, ddq, imu_w)
+    _backward_without_contacts(ip, fp, w, E)
     # ---- sensor sources msrc = [1, ω_F × v_F, IMU acc, IMU ω̇, ft, cells, τ]
-    if imub >= 0:
-        imu_velocity_product(imu_E, imu_r, V, imub, w[w_tmp + 6:w_tmp + 12], w, w_ms + 1)
+    if ip[H_IMUB] >= 0:
+        imu_velocity_product(ip, fp, w, V, w, w_ms + 1)
     for k in range(6):
         w[_u(w_ms + 4 + k)] = imu_buf[_u(7 + k)]
     o = w_ms + 10
