@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..model.forward_kinematics import KinematicTree
+from ..model.forward_kinematics import K_WRP, KinematicTree
 from ..model.robot_model import RobotModel
 from . import kinematics as kin
 from . import structured
@@ -174,8 +174,6 @@ class Estimator:
         else:
             self._imu_body, self._imu_E, self._imu_r = -1, np.eye(3), np.zeros(3)
         self._tree = KinematicTree(m, self._jofb, self._jofb, imu=(self._imu_body, self._imu_E, self._imu_r))
-        self._imu_chain = self._tree.imu_chain()
-        self._a0 = self._tree.a_root
         self._kin = self._tree.packed()
         self._E, self._v = np.zeros((m.NB, 3, 3)), np.zeros((m.NB, 6))
 
@@ -406,11 +404,11 @@ class Estimator:
         return S_FREE.T @ a_rel
 
     def _E_F_to_base(self, q):
-        """Rotation from base coordinates to IMU-frame coordinates: ``E_F E_{b0}``."""
-        E = np.eye(3)
-        for i in self._imu_chain:
-            E = self._E[i] @ E
-        return self._imu_E @ E
+        """Rotation from base coordinates to IMU-frame coordinates, ``E_F ᵇR_0``, with the pose
+        ``ᵇR_0`` of the IMU's body from the last tick's forward kinematics (either tick's)."""
+        ip, w = (self._structured.ip, self._structured.w) if self._structured is not None else self._kin[0::2]
+        o = ip[K_WRP] + 9 * self._imu_body
+        return self._imu_E @ w[o:o + 9].reshape(3, 3)
 
     def base_state(self, result: Estimate | None = None):
         """Pinocchio free-flyer ``(q_base (7), v_base (6), a_base (6))`` of the last estimate:
@@ -463,9 +461,9 @@ def _R_to_quat(R) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- compiled tick
 @njit
-def _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv,
-          r_qdd, r_imu_acc, r_imu_alpha, r_ft, r_cells, r_tau, r_ext, q, dq, ddq, imu, ft, cells, jt, ext, GKp, GKi, GKx,
-          Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
+def _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_imu_acc, r_imu_alpha, r_ft, r_cells,
+          r_tau, r_ext, q, dq, ddq, imu, ft, cells, jt, ext, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up,
+          Ui, Ux, w, x, GOp, GOi, GOx, out, info):
     """One estimate (``kip`` … ``V``: the packed tree and buffers of :func:`.kinematics.sources`).
     Returns 0, or 1 for a non-finite input (``info[0]`` = which, ``info[1]`` = index), or 2 for a non-finite result."""
     if first_non_finite((q, dq, ddq, imu, ft, cells, jt, ext), info):

@@ -117,7 +117,7 @@ def _build(est) -> StructuredSolver:
     if cfg.external_wrenches:
         raise _NotApplicable("known external wrenches are handled by the generic path")
     for name in ("_E", "_v", "_x", "_out", "_info", "_imu_buf", "_ft_buf", "_cells_buf", "_jt_buf", "_jofb",
-                 "_a0", "_sol_col", "_imu_body", "_imu_E", "_imu_r", "_imu_chain", "plan"):
+                 "_sol_col", "_imu_body", "_imu_E", "_imu_r", "plan"):
         if not hasattr(est, name):
             raise _NotApplicable(f"the estimator has no attribute {name}")
 
