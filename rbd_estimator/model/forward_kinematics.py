@@ -123,12 +123,7 @@ class KinematicTree:
         jt = m.joint_types.astype(np.int64)
         abc = [revolute_abc(m.axes[i], m.E_tree[i]) if jt[i] == REVOLUTE else np.zeros(27) for i in range(NB)]
         chain = self.imu_chain()
-        need = np.zeros(NB, dtype=bool)
-        for b in list(self.poses) + ([0] + list(chain) if self.imu[0] >= 0 else []):
-            while b >= 0 and not need[b]:
-                need[b] = True
-                b = m.parents[b]
-        pose = np.flatnonzero(need).astype(np.int64)
+        pose = m.supports(list(self.poses) + ([self.imu[0]] if self.imu[0] >= 0 else []))
         return dict(
             NB=NB, FLOAT=int(m.floating_base), IMUB=int(self.imu[0]), NPOSE=len(pose), NCHAIN=len(chain),
             RNEA=int(self.rnea), JT=ipk.add(jt), PAR=ipk.add(m.parents), QIX=ipk.add(self.qidx),

@@ -247,12 +247,7 @@ def _build(est) -> StructuredSolver:
     qix = np.asarray(est._jofb, dtype=np.int64)
     tree = KinematicTree(m, qix, qix, imu=(int(est._imu_body), est._imu_E, est._imu_r),
                          poses=tuple(int(k[1]) for k in groups) + tuple(int(b) for b in cbody), rnea=True)
-    oncp = np.zeros(NB, dtype=bool)                 # bodies the contact wrenches flow through
-    for b in cbody:
-        while b >= 0 and not oncp[b]:
-            oncp[b] = True
-            b = par[b]
-    cpath = np.flatnonzero(oncp)[::-1].astype(np.int64)
+    cpath = m.supports(cbody)[::-1].copy()         # bodies the contact wrenches flow through, leaves first
     grp = []
     for key in groups:
         grp += [_OBS_A if key[0] == "a" else _OBS_F, key[1], obs_off[key]]
