@@ -1,4 +1,5 @@
-"""Reading the package's YAML files (parameter files, loop files) with errors that name the file."""
+"""Reading the package's YAML files (parameter files, loop files) with errors that name the file or
+the parameter."""
 from __future__ import annotations
 
 
@@ -12,3 +13,15 @@ def read_yaml(path, error: type, what: str):
         raise error(f"cannot read {what} '{path}': {exc}") from exc
     except yaml.YAMLError as exc:
         raise error(f"{what} '{path}' is not valid YAML: {exc}") from exc
+
+
+def name_list(value, key: str, error: type) -> tuple[str, ...]:
+    """The parameter ``key`` as a tuple of distinct non-empty names (empty when unset or ``[]``);
+    ``error(...)`` naming ``key`` otherwise."""
+    if value is None or value == "" or value == []:
+        return ()
+    if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
+        raise error(f"parameter '{key}' must be a list of names, got {value!r}")
+    if len(set(value)) != len(value):
+        raise error(f"parameter '{key}' lists a name twice: {list(value)}")
+    return tuple(value)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from ..errors import ConfigError
-from ..yaml_file import read_yaml
+from ..yaml_file import name_list, read_yaml
 
 CONTACT_TYPES = ("full_wrench", "point_force", "slippery")
 CONTACT_MODES = ("always", "commanded", "detected")
@@ -325,14 +325,7 @@ class _Parser:
         return cfg
 
     def names(self, key: str) -> tuple[str, ...]:
-        value = self.get(key, [])
-        if value is None or value == "" or value == []:
-            return ()
-        if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
-            raise ConfigError(f"parameter '{key}' must be a list of names, got {value!r}")
-        if len(set(value)) != len(value):
-            raise ConfigError(f"parameter '{key}' lists a name twice: {list(value)}")
-        return tuple(value)
+        return name_list(self.get(key, []), key, ConfigError)
 
     def load_cell(self, n: str, contacts: set) -> LoadCellConfig:
         kw = self.group(f"load_cell.{n}", LoadCellConfig)

@@ -16,11 +16,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError
-from ..model.robot_model import FREE, RobotModel
+from ..model.forward_kinematics import K_WRP, KinematicTree
+from ..model.robot_model import RobotModel
 from . import kinematics as kin
 from . import structured
 from .config import SensorConfig
-from .layout import SystemLayout, motion_axes
+from .layout import SystemLayout
 from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
 from .checks import first_non_finite
 from .sparse_lu import gather, lu_solve, numeric_lu
@@ -175,39 +176,32 @@ class Estimator(ConfigNames):
 
     # ------------------------------------------------------------------ plan
     def _init_kinematics(self):
+        """The forward kinematics (a :class:`KinematicTree` whose 1-DoF joints read ``q``/``q̇`` in
+        :attr:`joint_names` order, packed), the IMU frame, and the rotations and velocities."""
         m, lay = self.model, self._layout
-        self._jtype = m.joint_types.astype(np.int64)
-        self._parents = m.parents.astype(np.int64)
-        self._S = motion_axes(m)
         jidx = {name: k for k, name in enumerate(m.joint_names)}
         self._jofb = np.array([jidx.get(n, -1) if m.joint_dofs[i] == 1 else -1
                                for i, n in enumerate(m.body_joint_names)], dtype=np.int64)
-        self._a0 = np.concatenate([np.zeros(3), -m.gravity])
         if self.config.imu is not None:
             f = lay.imu_frame
             self._imu_body, self._imu_E, self._imu_r = f.body, f.E.copy(), f.r.copy()
-            chain, b = [], f.body
-            while b > 0:
-                chain.append(b)
-                b = m.parents[b]
-            self._imu_chain = np.array(chain[::-1], dtype=np.int64)
         else:
             self._imu_body, self._imu_E, self._imu_r = -1, np.eye(3), np.zeros(3)
-            self._imu_chain = np.zeros(0, dtype=np.int64)
-        NB = m.NB
-        self._E, self._r, self._X = np.zeros((NB, 3, 3)), np.zeros((NB, 3)), np.zeros((NB, 6, 6))
-        self._v, self._c, self._nu, self._Xa0 = (np.zeros((NB, 6)) for _ in range(4))
-        self._kin_work = np.zeros(48)
+        self._tree = KinematicTree(m, self._jofb, self._jofb, imu=(self._imu_body, self._imu_E, self._imu_r))
+        self._kin = self._tree.packed()
+        self._E, self._v = np.zeros((m.NB, 3, 3)), np.zeros((m.NB, 6))
+
+    def _kinematics_arguments(self) -> tuple:
+        """The packed tree and the buffers of :func:`.kinematics.sources` (its arguments before ``q``)."""
+        return (*self._kin, self._E.reshape(-1), self._v.reshape(-1))
 
     def _sources(self, q, dq, w_imu):
         """``(src, rsrc)`` for a state (plan-time use; the tick fills the same in compiled code)."""
         lay = self._layout
         src, rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
         src[0] = rsrc[0] = 1.0
-        _kinematics(self._jtype, self._parents, self._S, self._jofb, self.model.axes, self.model.E_tree,
-                    self.model.r_tree, self.model.inertias, self._a0, self._imu_body, self._imu_E, self._imu_r,
-                    self._imu_chain, q, dq, w_imu, self._E, self._r, self._X, self._v, self._c, self._nu,
-                    self._Xa0, self._kin_work, src, rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv)
+        kin.sources(*self._kinematics_arguments(), q, dq, w_imu, src, rsrc, lay.r_c, lay.r_nu, lay.r_xa0,
+                    lay.r_imu_wv)
         return src, rsrc
 
     def _numeric_A(self, sources, t: np.ndarray) -> sp.csr_matrix:
@@ -336,15 +330,13 @@ class Estimator(ConfigNames):
             status = self._structured.estimate(q, dq, ddq, imu, ft, load_cells, joint_torques)
         else:
             self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques, external_wrenches)
+            lay = self._layout
             status = _tick(
-                self._jtype, self._parents, self._S, self._jofb, self.model.axes, self.model.E_tree, self.model.r_tree,
-                self.model.inertias, self._a0, self._imu_body, self._imu_E, self._imu_r, self._imu_chain,
-                self._E, self._r, self._X, self._v, self._c, self._nu, self._Xa0, self._kin_work, self._src,
-                self._rsrc, self._layout.r_c, self._layout.r_nu, self._layout.r_xa0, self._layout.r_imu_wv, self._layout.r_qdd,
-                self._layout.r_imu_acc, self._layout.r_imu_alpha, self._layout.r_ft, self._layout.r_cells,
-                self._layout.r_tau, self._layout.r_ext, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf,
-                self._cells_buf, self._jt_buf, self._ext_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, self._Lx,
-                self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
+                *self._kinematics_arguments(), self._src, self._rsrc, lay.r_c,
+                lay.r_nu, lay.r_xa0, lay.r_imu_wv, lay.r_qdd, lay.r_imu_acc, lay.r_imu_alpha, lay.r_ft, lay.r_cells,
+                lay.r_tau, lay.r_ext, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf, self._cells_buf,
+                self._jt_buf, self._ext_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li,
+                self._Lx, self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
         if status == 2 and self._structured is None:
             status = self._robust_solve()
         if status != 0:
@@ -444,11 +436,11 @@ class Estimator(ConfigNames):
         return S_FREE.T @ a_rel
 
     def _E_F_to_base(self, q):
-        """Rotation from base coordinates to IMU-frame coordinates: ``E_F E_{b0}``."""
-        E = np.eye(3)
-        for i in self._imu_chain:
-            E = self._E[i] @ E
-        return self._imu_E @ E
+        """Rotation from base coordinates to IMU-frame coordinates, ``E_F ᵇR_0``, with the pose
+        ``ᵇR_0`` of the IMU's body from the last tick's forward kinematics (either tick's)."""
+        ip, w = (self._structured.ip, self._structured.w) if self._structured is not None else self._kin[0::2]
+        o = ip[K_WRP] + 9 * self._imu_body
+        return self._imu_E @ w[o:o + 9].reshape(3, 3)
 
     def base_state(self, result: Estimate | None = None):
         """Pinocchio free-flyer ``(q_base (7), v_base (6), a_base (6))`` of the last estimate:
@@ -500,70 +492,15 @@ def _R_to_quat(R) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- compiled tick
-@njit(error_model="python")
-def _kinematics(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
-                q, dq, w_imu, E, r, X, v, c, nu, Xa0, work, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv):
-    """Transforms into ``src``; bias terms and the IMU's ``ω_F × v_F`` into ``rsrc`` (eqs. 2–3).
-    ``X`` (NB × 6 × 6) and ``work`` (≥ 48) are preallocated: nothing is allocated here."""
-    NB = jtype.shape[0]
-    EJ, Eb0, Etmp = work[0:9].reshape((3, 3)), work[9:18].reshape((3, 3)), work[18:27].reshape((3, 3))
-    v0, vJ, Iv, wb = work[27:33], work[33:39], work[39:45], work[45:48]
-    kin.joint_transforms(jtype, axes, E_tree, r_tree, jofb, q, E, r, EJ)
-    for i in range(NB):
-        kin.plux_into(E[i], r[i], X[i])
-        for a in range(6):
-            for b in range(6):
-                src[1 + 36 * i + 6 * a + b] = X[i, a, b]
-    v0[:] = 0.0
-    if imu_body >= 0 and jtype[0] == FREE:
-        # ω of the IMU's body from the gyro (wb = E_Fᵀ ω_F), minus the joint rates between the
-        # base and that body (accumulated in v0[3:6]), rotated back: ω_0 = E_b0ᵀ (ω_b − ω_rel)
-        for a in range(3):
-            wb[a] = imu_E[0, a] * w_imu[0] + imu_E[1, a] * w_imu[1] + imu_E[2, a] * w_imu[2]
-            for b in range(3):
-                Eb0[a, b] = 1.0 if a == b else 0.0
-        for i in imu_chain:
-            qd = dq[jofb[i]] if jofb[i] >= 0 else 0.0
-            kin.matvec_into(E[i], v0[3:6], vJ[0:3])
-            for a in range(3):
-                v0[3 + a] = vJ[a] + S[i, a] * qd
-                for b in range(3):
-                    Etmp[a, b] = E[i, a, 0] * Eb0[0, b] + E[i, a, 1] * Eb0[1, b] + E[i, a, 2] * Eb0[2, b]
-            Eb0[:, :] = Etmp
-        for a in range(3):
-            vJ[a] = wb[a] - v0[3 + a]
-        for a in range(3):
-            v0[a] = Eb0[0, a] * vJ[0] + Eb0[1, a] * vJ[1] + Eb0[2, a] * vJ[2]
-        v0[3:6] = 0.0
-    kin.velocity_pass(parents, jtype, S, jofb, X, dq, v0, a0, v, c, nu, Xa0, inertias, vJ, Iv)
-    for i in range(NB):
-        for a in range(6):
-            rsrc[r_c + 6 * i + a] = c[i, a]
-            rsrc[r_nu + 6 * i + a] = nu[i, a]
-            rsrc[r_xa0 + 6 * i + a] = Xa0[i, a]
-    if imu_body >= 0:            # ω_F × v_F,lin with v_F = ᶠX_b v_b
-        vb = v[imu_body]
-        for a in range(3):       # Iv[0:3] = ω_F, Iv[3:6] = v_F,lin
-            wx = vb[3 + a] - (imu_r[(a + 1) % 3] * vb[(a + 2) % 3] - imu_r[(a + 2) % 3] * vb[(a + 1) % 3])
-            vJ[a] = wx
-        kin.matvec_into(imu_E, vb[0:3], Iv[0:3])
-        kin.matvec_into(imu_E, vJ[0:3], Iv[3:6])
-        rsrc[r_imu_wv] = Iv[1] * Iv[5] - Iv[2] * Iv[4]
-        rsrc[r_imu_wv + 1] = Iv[2] * Iv[3] - Iv[0] * Iv[5]
-        rsrc[r_imu_wv + 2] = Iv[0] * Iv[4] - Iv[1] * Iv[3]
-
-
 @njit
-def _tick(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
-          E, r, X, v, c, nu, Xa0, work, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_imu_acc, r_imu_alpha, r_ft,
-          r_cells, r_tau, r_ext, q, dq, ddq, imu, ft, cells, jt, ext, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx,
-          Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
-    """One estimate. Returns 0, or 1 for a non-finite input (``info[0]`` = which, ``info[1]`` =
-    index), or 2 for a non-finite result."""
+def _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_imu_acc, r_imu_alpha, r_ft, r_cells,
+          r_tau, r_ext, q, dq, ddq, imu, ft, cells, jt, ext, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up,
+          Ui, Ux, w, x, GOp, GOi, GOx, out, info):
+    """One estimate (``kip`` … ``V``: the packed tree and buffers of :func:`.kinematics.sources`).
+    Returns 0, or 1 for a non-finite input (``info[0]`` = which, ``info[1]`` = index), or 2 for a non-finite result."""
     if first_non_finite((q, dq, ddq, imu, ft, cells, jt, ext), info):
         return 1
-    _kinematics(jtype, parents, S, jofb, axes, E_tree, r_tree, inertias, a0, imu_body, imu_E, imu_r, imu_chain,
-                q, dq, imu[4:7], E, r, X, v, c, nu, Xa0, work, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
+    kin.sources(kip, kfp, kw, E, V, q, dq, imu[4:7], src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
     rsrc[r_qdd:r_qdd + ddq.shape[0]] = ddq
     rsrc[r_imu_acc:r_imu_acc + 3] = imu[7:10]
     rsrc[r_imu_alpha:r_imu_alpha + 3] = imu[10:13]

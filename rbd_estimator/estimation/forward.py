@@ -11,10 +11,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..dynamics.kinematics import S_FREE, external_forces
+from ..model.forward_kinematics import K_WTMP, KinematicTree, motion_axes
 from ..model.robot_model import FREE, RobotModel
 from ..spatial import quat_to_R
 from . import kinematics as kin
-from .layout import motion_axes
 from .plan import StaticLU, plan_static_lu
 from .sparse_lu import gather, lu_solve, numeric_lu
 
@@ -44,13 +44,10 @@ class SparseForwardDynamics:
         self._r_g0, o = o, o + 6
         self.n_rsrc = o
         trip, rhs = self._system()
-        self._S = motion_axes(m)
-        self._S_free = S_FREE
-        self._E, self._r = np.zeros((NB, 3, 3)), np.zeros((NB, 3))
-        self._X = np.zeros((NB, 6, 6))
-        self._work = np.zeros(21)
-        self._v, self._c, self._nu, self._Xa0 = (np.zeros((NB, 6)) for _ in range(4))
-        self._a0 = np.concatenate([np.zeros(3), -m.gravity])
+        one_dof = m.joint_dofs == 1
+        self._tree = KinematicTree(m, np.where(one_dof, m.q_idx, -1), np.where(one_dof, m.v_idx, -1))
+        self._kin = self._tree.packed() + (np.zeros(9 * NB), np.zeros(6 * NB))   # ip, fp, w, E, V
+        self._a0 = self._tree.a_root
         self._src, self._rsrc = np.zeros(1 + 36 * NB), np.zeros(self.n_rsrc)
         self._src[0] = self._rsrc[0] = 1.0
         rng = np.random.default_rng(seed)
@@ -112,15 +109,10 @@ class SparseForwardDynamics:
         return trip, rhs
 
     def _kinematics(self, q, dq):
-        m = self.model
-        kin.joint_transforms(m.joint_types, m.axes, m.E_tree, m.r_tree, m.q_idx, q, self._E, self._r,
-                             self._work[:9].reshape(3, 3))
-        for i in range(m.NB):
-            kin.plux_into(self._E[i], self._r[i], self._X[i])
-        self._src[1:] = self._X.reshape(-1)
-        v0 = S_FREE @ dq[:6] if m.floating_base else np.zeros(6)
-        kin.velocity_pass(m.parents, m.joint_types, self._S, m.v_idx, self._X, dq, v0, self._a0,
-                          self._v, self._c, self._nu, self._Xa0, m.inertias, self._work[9:15], self._work[15:21])
+        """``src`` and the kinematic part of ``rsrc`` (:func:`.kinematics.sources`) for ``(q, q̇)``."""
+        m, (ip, fp, w, E, V) = self.model, self._kin
+        w[ip[K_WTMP]:ip[K_WTMP] + 6] = S_FREE @ dq[:6] if m.floating_base else 0.0   # v_0 of the free flyer
+        kin.sources(ip, fp, w, E, V, q, dq, dq[:3], self._src, self._rsrc, self._r_c, self._r_nu, self._r_xa0, 0)
         if m.floating_base:     # ⁰X_w a_w: gravity in base coordinates
             self._rsrc[self._r_g0 + 3:self._r_g0 + 6] = quat_to_R(q[3:7]).T @ self._a0[3:]
 
@@ -131,9 +123,6 @@ class SparseForwardDynamics:
         self._kinematics(q, dq)
         NB = m.NB
         rs = self._rsrc
-        rs[self._r_c:self._r_c + 6 * NB] = self._c.reshape(-1)
-        rs[self._r_nu:self._r_nu + 6 * NB] = self._nu.reshape(-1)
-        rs[self._r_xa0:self._r_xa0 + 6 * NB] = self._Xa0.reshape(-1)
         rs[self._r_tau:self._r_tau + m.nv] = tau
         rs[self._r_fx:self._r_fx + 6 * NB] = external_forces(m, f_ext).reshape(-1)
         lu = self.lu

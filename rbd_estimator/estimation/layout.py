@@ -27,7 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ConfigError, ModelError
-from ..model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE, RobotModel
+from ..model.forward_kinematics import motion_axes
+from ..model.robot_model import FIXED, FREE, RobotModel
 from .config import SensorConfig
 
 # Contact models B_c (columns in Featherstone order [n; f] of the contact frame) and the names of
@@ -186,8 +187,9 @@ class SystemLayout:
         self._joint_index = {name: k for k, name in enumerate(m.joint_names)}
         children = m.children
         eye = np.eye(6)
+        S_all = motion_axes(m)
         for i, body in enumerate(m.body_names):
-            p, S = m.parents[i], _axis(m, i)
+            p, S = m.parents[i], S_all[i]
             if m.joint_types[i] != FREE:                        # (3a_i): a_i - X_i a_λ = S_i q̈_i + c_i (+ X_i a_0)
                 r0 = self._new_rows([f"(3a) acceleration of {body}"] * 6, self.col("a", body))
                 self._block(r0, self.col("a", body), eye)
@@ -372,19 +374,3 @@ class SystemLayout:
             raise IndexError(j)
         col = self.columns[bisect.bisect_right(self._starts, j) - 1]
         return col.kind, col.owner, j - col.start
-
-
-def _axis(model: RobotModel, i: int) -> np.ndarray:
-    """Motion axis ``S_i`` (6,) of a 1-DoF joint in body coordinates; zeros otherwise."""
-    S = np.zeros(6)
-    if model.joint_dofs[i] == 1:
-        if model.joint_types[i] == REVOLUTE:
-            S[:3] = model.axes[i]
-        elif model.joint_types[i] == PRISMATIC:
-            S[3:] = model.axes[i]
-    return S
-
-
-def motion_axes(model: RobotModel) -> np.ndarray:
-    """``S`` of every body as an (NB, 6) array (zero rows for fixed and free joints)."""
-    return np.array([_axis(model, i) for i in range(model.NB)])

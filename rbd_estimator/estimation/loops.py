@@ -108,6 +108,11 @@ class LoopEstimate:
         return self.tree.base_acceleration
 
 
+def _of_estimator(name: str, doc: str) -> property:
+    """A read-only property: the spanning-tree estimator's attribute ``name``."""
+    return property(lambda self: getattr(self.estimator, name), doc=doc)
+
+
 class LoopEstimator:
     """Joint-torque and contact-wrench estimator for a robot with actuation loops (see the module
     docstring for what each loop type costs per tick).
@@ -197,39 +202,20 @@ class LoopEstimator:
         """The independent coordinates (actuated joints): order of ``q``, ``dq``, ``ddq`` and ``tau``."""
         return self.tree.independent_joint_names
 
-    @property
-    def tree_joint_names(self) -> tuple[str, ...]:
-        """Joints of the spanning tree (URDF joints, then the extra bodies' joints)."""
-        return self.estimator.joint_names
+    tree_joint_names = _of_estimator("joint_names", "Joints of the spanning tree (URDF joints, then the extra "
+                                                    "bodies' joints).")
 
     @property
     def model(self) -> RobotModel:
         """The spanning-tree model (URDF plus extra bodies)."""
         return self.tree.model
 
-    @property
-    def config(self) -> SensorConfig:
-        return self.estimator.config
-
-    @property
-    def plan(self):
-        return self.estimator.plan
-
-    @property
-    def contact_names(self) -> tuple[str, ...]:
-        return self.estimator.contact_names
-
-    @property
-    def contact_frames(self) -> tuple[str, ...]:
-        return self.estimator.contact_frames
-
-    @property
-    def ft_names(self) -> tuple[str, ...]:
-        return self.estimator.ft_names
-
-    @property
-    def kept_joints(self) -> tuple[str, ...]:
-        return self.estimator.kept_joints
+    config = _of_estimator("config", "The sensor configuration (:class:`SensorConfig`).")
+    plan = _of_estimator("plan", "The spanning-tree estimator's plan report.")
+    contact_names = _of_estimator("contact_names", "Names of the contacts, in the order of ``contact_wrenches``.")
+    contact_frames = _of_estimator("contact_frames", "Frames of the contacts.")
+    ft_names = _of_estimator("ft_names", "Names of the force-torque sensors, in the order of an ``ft`` array.")
+    kept_joints = _of_estimator("kept_joints", "Fixed joints whose wrench is estimated (``joint_wrenches``).")
 
     # ------------------------------------------------------------------ tick
     def estimate(self, q, dq, ddq, imu: ImuSample | None = None, ft=None, load_cells=None,

@@ -75,6 +75,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError
+from ..yaml_file import name_list
 
 __all__ = ["ExtraBody", "LinkAndRotor", "BeltTransmission", "LinearTransmission", "FourBar", "ExplicitLoop",
            "LoopConfig", "LOOP_TYPES"]
@@ -471,14 +472,7 @@ class _Parser:
         return LoopConfig(bodies=bodies, loops=loops)
 
     def names(self, key: str) -> tuple[str, ...]:
-        value = self.flat.get(key, [])
-        if value is None or value == "" or value == []:
-            return ()
-        if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
-            raise ModelError(f"parameter '{key}' must be a list of names, got {value!r}")
-        if len(set(value)) != len(value):
-            raise ModelError(f"parameter '{key}' lists a name twice: {list(value)}")
-        return tuple(value)
+        return name_list(self.flat.get(key, []), key, ModelError)
 
     def fields(self, prefix: str, allowed: set, what: str) -> dict:
         kw = {k[len(prefix):]: v for k, v in self.flat.items() if k.startswith(prefix)}

@@ -151,6 +151,16 @@ class RobotModel:
         """``X_T(i)`` as an ``(NB, 6, 6)`` array of Plücker transforms."""
         return np.array([plux(E, r) for E, r in zip(self.E_tree, self.r_tree)]).reshape(-1, 6, 6)
 
+    def supports(self, bodies) -> np.ndarray:
+        """The bodies of ``bodies`` and all their ancestors, ascending (the union of their
+        supports κ(i), Featherstone §4.1.2)."""
+        mark = np.zeros(self.NB, dtype=bool)
+        for b in bodies:
+            while b >= 0 and not mark[b]:
+                mark[b] = True
+                b = self.parents[b]
+        return np.flatnonzero(mark).astype(np.int64)
+
     @property
     def children(self) -> tuple[tuple[int, ...], ...]:
         """μ(i): children of every body."""

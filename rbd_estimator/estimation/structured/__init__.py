@@ -37,11 +37,13 @@ Newton–Euler recursions live here, and :func:`build` checks them: it solves ra
 instances with both paths and keeps the generic one if they disagree.
 
 The package has one module per step: :mod:`.layout` (the packed layout and the kernel
-decorator), :mod:`.build` (plan time: packing and the self-check), :mod:`.kinematics` (joint
-transforms, poses, base velocity), :mod:`.reduction` (RNEA passes without contacts, observations,
-base equation), :mod:`.solve` (normal equations, Cholesky, QR), :mod:`.outputs` (estimates and
-residual), :mod:`.spatial` (the spatial arithmetic they share), :mod:`.tick` (the compiled tick
-chaining them) and :mod:`.solver` (the per-estimator object and its input handling).
+decorator), :mod:`.build` (plan time: packing and the self-check), :mod:`.reduction` (RNEA passes
+without contacts, observations, base equation), :mod:`.solve` (normal equations, Cholesky, QR),
+:mod:`.outputs` (estimates and residual), :mod:`.tick` (the compiled tick chaining them) and
+:mod:`.solver` (the per-estimator object and its input handling). The forward kinematics (joint
+transforms, poses, base velocity, velocities and bias terms) is the package's one pass,
+:mod:`rbd_estimator.model.forward_kinematics`, which the generic tick runs too; the spatial
+arithmetic is :mod:`rbd_estimator.model.spatial_kernels`.
 
 The tick is one compiled function (numba) with no allocation: constant integers and floats are
 packed into one ``int64`` and one ``float64`` array, all work space into one ``float64`` array, the

@@ -10,8 +10,8 @@ import scipy.sparse as sp
 
 from ...errors import ConfigError
 from ...model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
-from ..layout import motion_axes
-from .layout import _H, _NAMES, _OBS_A, _OBS_F, _Packer, rbi_compact, revolute_abc
+from ...model.forward_kinematics import KinematicTree, motion_axes
+from .layout import _H, _NAMES, _OBS_A, _OBS_F, _Packer
 from .solver import StructuredSolver
 
 # ---------------------------------------------------------------------------- build
@@ -117,7 +117,7 @@ def _build(est) -> StructuredSolver:
     if cfg.external_wrenches:
         raise _NotApplicable("known external wrenches are handled by the generic path")
     for name in ("_E", "_v", "_x", "_out", "_info", "_imu_buf", "_ft_buf", "_cells_buf", "_jt_buf", "_jofb",
-                 "_a0", "_sol_col", "_imu_body", "_imu_E", "_imu_r", "_imu_chain", "plan"):
+                 "_sol_col", "_imu_body", "_imu_E", "_imu_r", "plan"):
         if not hasattr(est, name):
             raise _NotApplicable(f"the estimator has no attribute {name}")
 
@@ -242,22 +242,12 @@ def _build(est) -> StructuredSolver:
     for kk, b in enumerate(kept_bodies):
         ksel[b] = nj + NH + 6 * kk
 
-    # ---- tree data
+    # ---- tree data: the forward kinematics with the RNEA's forward pass; poses ⁱX_0 of the observed
+    # and contact bodies (and the IMU's path)
     qix = np.asarray(est._jofb, dtype=np.int64)
-    imub = int(est._imu_body) if cfg.imu is not None else -1
-    chain = np.asarray(est._imu_chain, dtype=np.int64) if cfg.imu is not None else np.zeros(0, np.int64)
-    need = np.zeros(NB, dtype=bool)                 # poses ⁱX_0: observed, contact and IMU bodies, ancestors
-    for b in [k[1] for k in groups] + list(cbody) + list(chain) + ([imub] if imub >= 0 else []):
-        while b >= 0 and not need[b]:
-            need[b] = True
-            b = par[b]
-    pose = np.flatnonzero(need).astype(np.int64)
-    oncp = np.zeros(NB, dtype=bool)                 # bodies the contact wrenches flow through
-    for b in cbody:
-        while b >= 0 and not oncp[b]:
-            oncp[b] = True
-            b = par[b]
-    cpath = np.flatnonzero(oncp)[::-1].astype(np.int64)
+    tree = KinematicTree(m, qix, qix, imu=(int(est._imu_body), est._imu_E, est._imu_r),
+                         poses=tuple(int(k[1]) for k in groups) + tuple(int(b) for b in cbody), rnea=True)
+    cpath = m.supports(cbody)[::-1].copy()         # bodies the contact wrenches flow through, leaves first
     grp = []
     for key in groups:
         grp += [_OBS_A if key[0] == "a" else _OBS_F, key[1], obs_off[key]]
@@ -266,25 +256,23 @@ def _build(est) -> StructuredSolver:
     if floating:
         c0 = lay.col("a", m.body_names[0])
         solc[:] = est._sol_col[c0:c0 + 6]
-    abc = np.array([revolute_abc(m.axes[i], m.E_tree[i]) if jt[i] == REVOLUTE else np.zeros(27) for i in range(NB)])
 
-    # ---- floats
-    fpk = _Packer(np.float64)
-    f_off = dict(ET=fpk.add(m.E_tree), RT=fpk.add(m.r_tree), AX=fpk.add(m.axes), S=fpk.add(S),
-                 I=fpk.add(np.array([rbi_compact(I) for I in m.inertias])), ABC=fpk.add(abc))
-    f_off["XB"] = fpk.n
+    # ---- floats (and the forward kinematics' ints and floats at the head of the blobs)
+    ipk, fpk = _Packer(np.int64), _Packer(np.float64)
+    ipk.add(np.zeros(len(_NAMES)))
+    k_off = tree.pack(ipk, fpk)
+    f_off = dict(XB=fpk.n)
     xb_off = [fpk.add(X.T) - f_off["XB"] for X in XB]        # column j of X_Fᵀ B_c: 6 contiguous values
     Gp, Gi, Gx = _csr(G)
     Rp, Ri, Rx = _csr(Rm)
     Cp, Ci, Cx = _csr(Gc)
     CRp, CRi, CRx = _csr(Rc)
     Op, Oi, Ox = _csr(Osel)
-    f_off.update(GX=fpk.add(Gx), RX=fpk.add(Rx), CX=fpk.add(Cx), CRX=fpk.add(CRx), OX=fpk.add(Ox),
-                 IMUE=fpk.add(est._imu_E), IMUR=fpk.add(est._imu_r), AG=fpk.add(est._a0))
+    f_off.update(GX=fpk.add(Gx), RX=fpk.add(Rx), CX=fpk.add(Cx), CRX=fpk.add(CRx), OX=fpk.add(Ox))
     fp = fpk.array()
 
     # ---- work
-    sizes = dict(WR=3 * NB, WA=6 * NB, WF=6 * NB, WIC=10 * NB, WRP=9 * NB, WP=3 * NB, WPHI=6 * NH, WD=NOBS * NZ,
+    sizes = dict(tree.work_sizes(), WIC=10 * NB, WPHI=6 * NH, WD=NOBS * NZ,
                  WV0=NOBS, WK=6 * NH, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NH, WNHH=NH * NH, WBA=6,
                  WBH=NH, WH=NH, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=MSC * (NH + 1) + NH + 1, WU=max(NOBS, 6 * NH))
@@ -296,25 +284,19 @@ def _build(est) -> StructuredSolver:
     w[w_off["WMS"]] = 1.0
     for j in range(NH):                             # h observes itself: a constant identity block of D
         w[w_off["WD"] + (obs_h + j) * NZ + za + j] = 1.0
-    for i in range(NB):                             # poses start at the identity (the floating base keeps it)
-        w[w_off["WRP"] + 9 * i:w_off["WRP"] + 9 * i + 9] = np.eye(3).ravel()
 
     # ---- ints
-    ipk = _Packer(np.int64)
-    ipk.add(np.zeros(len(_NAMES)))
-    i_off = dict(PAR=ipk.add(par), JT=ipk.add(jt), QIX=ipk.add(qix), CHAIN=ipk.add(chain), POSE=ipk.add(pose),
-                 CBODY=ipk.add(cbody), CK=ipk.add(ck), CHOFF=ipk.add(choff), CXB=ipk.add(np.array(xb_off, np.int64)),
+    i_off = dict(CBODY=ipk.add(cbody), CK=ipk.add(ck), CHOFF=ipk.add(choff), CXB=ipk.add(np.array(xb_off, np.int64)),
                  GRP=ipk.add(np.array(grp, np.int64)), PAIR=ipk.add(np.array(pairs, np.int64).reshape(-1)),
                  CPATH=ipk.add(cpath), GP=ipk.add(Gp), GI=ipk.add(Gi), RP=ipk.add(Rp), RI=ipk.add(Ri),
                  CP=ipk.add(Cp), CI=ipk.add(Ci), CRP=ipk.add(CRp), CRI=ipk.add(CRi), CLO=ipk.add(clo),
                  CHI=ipk.add(chi), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT))
     ip = ipk.array()
-    counts = dict(NB=NB, FLOAT=int(floating), NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(groups),
-                  NPAIR=len(pairs), NCP=len(cpath), NPOSE=len(pose), NCHAIN=len(chain), IMUB=imub,
+    counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(groups), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NFT=len(cfg.ft_sensors),
                   NCELLS=n_cells, NJT=n_jt, **est.state_offsets())
-    for d in (counts, i_off, f_off, w_off):
+    for d in (k_off, counts, i_off, f_off, w_off):
         for k, v in d.items():
             ip[_H[k]] = v
     return StructuredSolver(est, ip, fp, w, NH, ms, MSC, floating)

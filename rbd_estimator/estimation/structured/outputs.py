@@ -7,7 +7,7 @@ from ...model.robot_model import REVOLUTE
 from .layout import (H_CBODY, H_CHOFF, H_CK, H_CPATH, H_CXB, H_FLOAT, H_GI, H_GP, H_GX, H_JT, H_KSEL, H_MS, H_NB,
     H_NC, H_NCP, H_NH, H_NJ, H_NOBS, H_NOUTM, H_OHI, H_OI, H_OLO, H_OP, H_OX, H_PAR, H_RI, H_RP, H_RX, H_S, H_TSEL,
     H_WA0, H_WAL, H_WD, H_WF, H_WG, H_WH, H_WIC, H_WMS, H_WR, H_WSEL, H_WTMP, H_WU, H_WV0, H_XB, _u, njit)
-from .spatial import _fxT_add, _mx, _rbi_apply
+from ...model.spatial_kernels import fxT_add, mx, rbi_apply
 
 @njit
 def _outputs(ip, fp, w, E, V, out):
@@ -34,7 +34,7 @@ def _outputs(ip, fp, w, E, V, out):
         b = ip[_u(i_cpath + kk)]
         p = ip[_u(i_par + b)]
         if p >= 0:
-            _fxT_add(E, 9 * b, w, w_r + 3 * b, w, w_g + 6 * b, w, w_g + 6 * p, 1.0)
+            fxT_add(E, 9 * b, w, w_r + 3 * b, w, w_g + 6 * b, w, w_g + 6 * p, 1.0)
     i_tsel, i_ksel = ip[H_TSEL], ip[H_KSEL]
     fi = ip[H_WTMP] + 50
     for i in range(NB):
@@ -44,7 +44,7 @@ def _outputs(ip, fp, w, E, V, out):
                 for k in range(6):
                     w[_u(ao + k)] = w[_u(w_a0 + k)]
             else:
-                _mx(E, 9 * i, w, w_r + 3 * i, w, w_al + 6 * ip[_u(i_par + i)], w, ao)
+                mx(E, 9 * i, w, w_r + 3 * i, w, w_al + 6 * ip[_u(i_par + i)], w, ao)
         ts, ks = ip[_u(i_tsel + i)], ip[_u(i_ksel + i)]
         if ts < 0 and ks < 0:
             continue
@@ -64,7 +64,7 @@ def _outputs(ip, fp, w, E, V, out):
         for k in range(6):
             w[_u(fi + k)] = w[_u(fo + k)] - w[_u(go + k)]
         if floating:
-            _rbi_apply(w, w_Ic + 10 * i, w, ao, w, fi, 1.0)
+            rbi_apply(w, w_Ic + 10 * i, w, ao, w, fi, 1.0)
         if ts >= 0:
             s = 0.0
             for k in range(6):

@@ -5,88 +5,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.robot_model import PRISMATIC, REVOLUTE
-from .layout import (H_AG, H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_JT, H_NB, H_NC, H_NGRP, H_NH,
-    H_NPAIR, H_PAIR, H_PAR, H_QIX, H_S, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
+from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NH,
+    H_NPAIR, H_PAIR, H_PAR, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
     H_WV0, H_XB, _OBS_A, _u, njit)
-from .spatial import _fx, _fxT_add, _mx, _rbi_apply, _rbi_xT_add, _solve_rbi
+from ...model.spatial_kernels import fx, fxT_add, rbi_apply, rbi_xT_add, solve_rbi
 
 @njit
-def _rnea_without_contacts(ip, fp, w, E, V, dq, ddq):
-    """Nori (2), (3a) forward with ``a_0 = 0`` (floating) or ``−a_g`` (fixed): ``v_i``, ``a⁰_i``,
-    ``f⁰_i ← I_i a⁰_i + v_i ×* I_i v_i``; then (3f) backward without contacts,
-    ``f⁰_λ += X_iᵀ f⁰_i``, and the CRBA's ``I^c_λ += X_iᵀ I^c_i X_i`` (floating base only)."""
+def _backward_without_contacts(ip, fp, w, E):
+    """Nori (3f) backward without contacts, ``f⁰_λ += X_iᵀ f⁰_i``, from the forward pass's ``f⁰``
+    (:func:`~rbd_estimator.model.forward_kinematics.velocities_and_bias` with ``a_0 = 0``
+    (floating) or ``−a_g`` (fixed)), and the CRBA's ``I^c_λ += X_iᵀ I^c_i X_i`` from
+    ``I^c_i = I_i`` (floating base only)."""
     NB, floating = ip[H_NB], ip[H_FLOAT]
-    i_par, i_jt, i_qix = ip[H_PAR], ip[H_JT], ip[H_QIX]
-    f_S, f_I, f_ag = ip[H_S], ip[H_I], ip[H_AG]
-    w_r, w_a, w_f, w_Ic, w_tmp = ip[H_WR], ip[H_WA], ip[H_WF], ip[H_WIC], ip[H_WTMP]
-    Iv = w_tmp + 6
-    for i in range(NB):
-        p = ip[_u(i_par + i)]
-        vo, ao, so, fo = 6 * i, w_a + 6 * i, f_S + 6 * i, w_f + 6 * i
-        if floating and i == 0:
-            for k in range(6):
-                V[_u(k)] = w[_u(w_tmp + k)]                    # v_0 from _base_velocity
-                w[_u(ao + k)] = 0.0
-        else:
-            t = ip[_u(i_jt + i)]
-            k = ip[_u(i_qix + i)]
-            qd = dq[_u(k)] if k >= 0 else 0.0
-            qdd = ddq[_u(k)] if k >= 0 else 0.0
-            if p >= 0:
-                _mx(E, 9 * i, w, w_r + 3 * i, V, 6 * p, V, vo)
-                _mx(E, 9 * i, w, w_r + 3 * i, w, w_a + 6 * p, w, ao)
-            else:
-                for k in range(6):
-                    V[_u(vo + k)] = 0.0
-                _mx(E, 9 * i, w, w_r + 3 * i, fp, f_ag, w, ao)
-            if t == REVOLUTE:                          # v_J = [s q̇; 0]; c = v × v_J = [ω × s q̇; v × s q̇]
-                s0, s1, s2 = fp[_u(so)], fp[_u(so + 1)], fp[_u(so + 2)]
-                m0, m1, m2 = s0 * qd, s1 * qd, s2 * qd
-                V[_u(vo)] += m0
-                V[_u(vo + 1)] += m1
-                V[_u(vo + 2)] += m2
-                w0_, w1_, w2_ = V[_u(vo)], V[_u(vo + 1)], V[_u(vo + 2)]
-                u0_, u1_, u2_ = V[_u(vo + 3)], V[_u(vo + 4)], V[_u(vo + 5)]
-                w[_u(ao)] += s0 * qdd + (w1_ * m2 - w2_ * m1)
-                w[_u(ao + 1)] += s1 * qdd + (w2_ * m0 - w0_ * m2)
-                w[_u(ao + 2)] += s2 * qdd + (w0_ * m1 - w1_ * m0)
-                w[_u(ao + 3)] += u1_ * m2 - u2_ * m1
-                w[_u(ao + 4)] += u2_ * m0 - u0_ * m2
-                w[_u(ao + 5)] += u0_ * m1 - u1_ * m0
-            elif t == PRISMATIC:                       # v_J = [0; s q̇]; c = [0; ω × s q̇]
-                s0, s1, s2 = fp[_u(so + 3)], fp[_u(so + 4)], fp[_u(so + 5)]
-                m0, m1, m2 = s0 * qd, s1 * qd, s2 * qd
-                V[_u(vo + 3)] += m0
-                V[_u(vo + 4)] += m1
-                V[_u(vo + 5)] += m2
-                w0_, w1_, w2_ = V[_u(vo)], V[_u(vo + 1)], V[_u(vo + 2)]
-                w[_u(ao + 3)] += s0 * qdd + (w1_ * m2 - w2_ * m1)
-                w[_u(ao + 4)] += s1 * qdd + (w2_ * m0 - w0_ * m2)
-                w[_u(ao + 5)] += s2 * qdd + (w0_ * m1 - w1_ * m0)
-        # f⁰_i = I_i a⁰_i + v_i ×* I_i v_i
-        for k in range(6):
-            w[_u(Iv + k)] = 0.0
-        _rbi_apply(fp, f_I + 10 * i, V, vo, w, Iv, 1.0)
-        w0_, w1_, w2_ = V[_u(vo)], V[_u(vo + 1)], V[_u(vo + 2)]
-        u0_, u1_, u2_ = V[_u(vo + 3)], V[_u(vo + 4)], V[_u(vo + 5)]
-        n0, n1, n2, g0, g1, g2 = w[_u(Iv)], w[_u(Iv + 1)], w[_u(Iv + 2)], w[_u(Iv + 3)], w[_u(Iv + 4)], w[_u(Iv + 5)]
-        w[_u(fo)] = w1_ * n2 - w2_ * n1 + u1_ * g2 - u2_ * g1
-        w[_u(fo + 1)] = w2_ * n0 - w0_ * n2 + u2_ * g0 - u0_ * g2
-        w[_u(fo + 2)] = w0_ * n1 - w1_ * n0 + u0_ * g1 - u1_ * g0
-        w[_u(fo + 3)] = w1_ * g2 - w2_ * g1
-        w[_u(fo + 4)] = w2_ * g0 - w0_ * g2
-        w[_u(fo + 5)] = w0_ * g1 - w1_ * g0
-        _rbi_apply(fp, f_I + 10 * i, w, ao, w, fo, 1.0)
-        if floating:
-            for k in range(10):
-                w[_u(w_Ic + 10 * i + k)] = fp[_u(f_I + 10 * i + k)]
+    i_par, f_I = ip[H_PAR], ip[H_I]
+    w_r, w_f, w_Ic = ip[H_WR], ip[H_WF], ip[H_WIC]
+    if floating:
+        for k in range(10 * NB):
+            w[_u(w_Ic + k)] = fp[_u(f_I + k)]
     for i in range(NB - 1, -1, -1):
         p = ip[_u(i_par + i)]
         if p >= 0:
-            _fxT_add(E, 9 * i, w, w_r + 3 * i, w, w_f + 6 * i, w, w_f + 6 * p, 1.0)
+            fxT_add(E, 9 * i, w, w_r + 3 * i, w, w_f + 6 * i, w, w_f + 6 * p, 1.0)
             if floating:
-                _rbi_xT_add(E, 9 * i, w, w_r + 3 * i, w, w_Ic + 10 * i, w, w_Ic + 10 * p)
+                rbi_xT_add(E, 9 * i, w, w_r + 3 * i, w, w_Ic + 10 * i, w, w_Ic + 10 * p)
 
 
 @njit
@@ -105,7 +46,7 @@ def _observations(ip, fp, w):
             col = ip[_u(i_choff + c)] + j
             for k in range(6):
                 w[_u(w_Phi + 6 * col + k)] = 0.0
-            _fxT_add(w, w_R + 9 * b, w, w_p + 3 * b, fp, f_XB + ip[_u(i_cxb + c)] + 6 * j, w, w_Phi + 6 * col, 1.0)
+            fxT_add(w, w_R + 9 * b, w, w_p + 3 * b, fp, f_XB + ip[_u(i_cxb + c)] + 6 * j, w, w_Phi + 6 * col, 1.0)
     i_grp = ip[H_GRP]
     col6 = w_tmp + 24
     for gk in range(ip[H_NGRP]):
@@ -145,7 +86,7 @@ def _observations(ip, fp, w):
                             w[_u(col6 + 3 + a)] = w[_u(Ro + 3 * a + k - 3)]
                     for a in range(6):
                         w[_u(col6 + 6 + a)] = 0.0
-                    _rbi_apply(w, w_Ic + 10 * b, w, col6, w, col6 + 6, 1.0)
+                    rbi_apply(w, w_Ic + 10 * b, w, col6, w, col6 + 6, 1.0)
                     for a in range(6):
                         w[_u(w_D + (o + a) * NZ + k)] = w[_u(col6 + 6 + a)]
     i_pair = ip[H_PAIR]
@@ -153,7 +94,7 @@ def _observations(ip, fp, w):
         o, c, b = ip[_u(i_pair + 3 * pk)], ip[_u(i_pair + 3 * pk + 1)], ip[_u(i_pair + 3 * pk + 2)]
         for j in range(ip[_u(i_ck + c)]):
             col = ip[_u(i_choff + c)] + j
-            _fx(w, w_R + 9 * b, w, w_p + 3 * b, w, w_Phi + 6 * col, w, col6, -1.0)
+            fx(w, w_R + 9 * b, w, w_p + 3 * b, w, w_Phi + 6 * col, w, col6, -1.0)
             for a in range(6):
                 w[_u(w_D + (o + a) * NZ + za + col)] = w[_u(col6 + a)]
 
@@ -190,7 +131,7 @@ def _base_equation(ip, w):
         return False
     w[_u(L)], w[_u(L + 1)], w[_u(L + 2)] = l00, l10, l11
     w[_u(L + 3)], w[_u(L + 4)], w[_u(L + 5)] = l20, l21, np.sqrt(d22)
-    _solve_rbi(w, Ic0, w, L, w, w_f, w, w_a00, -1.0)
+    solve_rbi(w, Ic0, w, L, w, w_f, w, w_a00, -1.0)
     for j in range(NH):
-        _solve_rbi(w, Ic0, w, L, w, w_Phi + 6 * j, w, w_K + 6 * j, 1.0)
+        solve_rbi(w, Ic0, w, L, w, w_Phi + 6 * j, w, w_K + 6 * j, 1.0)
     return True

@@ -6,14 +6,13 @@ import numpy as np
 from numba import types as nbt
 
 from ..checks import first_non_finite
-from .kinematics import _base_velocity, _joint_transforms_and_poses
-from .layout import (H_FLOAT, H_IMUB, H_IMUE, H_IMUR, H_MS, H_NB, H_NCELLS, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_RED,
-    H_SIMU, H_SINFO, H_SOLC, H_SOUT, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, H_WTMP, _A1, _A2, _IN,
-    _QR_THRESHOLD, _SINGULAR, _u, njit)
+from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
+from .layout import (H_FLOAT, H_IMUB, H_MS, H_NB, H_NCELLS, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_RED, H_SIMU,
+    H_SINFO, H_SOLC, H_SOUT, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, _A1, _A2, _IN, _QR_THRESHOLD,
+    _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
-from .reduction import _base_equation, _observations, _rnea_without_contacts
+from .reduction import _backward_without_contacts, _base_equation, _observations
 from .solve import _cholesky_solve, _normal_equations, _qr_solve
-from .spatial import _mx
 
 _SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _A1, _A1, _IN, _IN, _IN, _IN, _IN, _IN, _IN, _A2, _IN, _IN)
 
@@ -51,20 +50,14 @@ def structured_tick(ip, fp, w, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, c
         info[0] += 5
         return 1
     floating = ip[H_FLOAT]
-    w_tmp, w_ms = ip[H_WTMP], ip[H_WMS]
+    w_ms = ip[H_WMS]
 
-    # ---- kinematics and the RNEA / CRBA passes
-    _joint_transforms_and_poses(ip, fp, w, E, q)
-    _base_velocity(ip, fp, w, E, dq, imu_w, w[w_tmp:w_tmp + 6])
-    _rnea_without_contacts(ip, fp, w, E, V, dq, ddq)
+    # ---- the forward kinematics (the package's one pass) with the RNEA's forward pass, then backward
+    forward_kinematics(ip, fp, w, E, V, q, dq, ddq, imu_w)
+    _backward_without_contacts(ip, fp, w, E)
     # ---- sensor sources msrc = [1, ω_F × v_F, IMU acc, IMU ω̇, ft, cells, τ]
-    imub = ip[H_IMUB]
-    if imub >= 0:                                  # [ω_F; v_F] = ᶠX_b v_b, then ω_F × v_F
-        t = w_tmp + 6
-        _mx(fp, ip[H_IMUE], fp, ip[H_IMUR], V, 6 * imub, w, t)
-        w[_u(w_ms + 1)] = w[_u(t + 1)] * w[_u(t + 5)] - w[_u(t + 2)] * w[_u(t + 4)]
-        w[_u(w_ms + 2)] = w[_u(t + 2)] * w[_u(t + 3)] - w[_u(t)] * w[_u(t + 5)]
-        w[_u(w_ms + 3)] = w[_u(t)] * w[_u(t + 4)] - w[_u(t + 1)] * w[_u(t + 3)]
+    if ip[H_IMUB] >= 0:
+        imu_velocity_product(ip, fp, w, V, w, w_ms + 1)
     for k in range(6):
         w[_u(w_ms + 4 + k)] = imu_buf[_u(7 + k)]
     o = w_ms + 10

@@ -1,12 +1,59 @@
-"""Featherstone's spatial arithmetic on packed arrays (RBDA §2.8): motion and force transforms
-``plux(E, r)`` and their transposes, and the 10-number rigid-body inertia applied, transformed
-and solved."""
+"""Featherstone's spatial arithmetic on flat arrays, compiled (RBDA §2.8): motion and force
+transforms ``plux(E, r)`` and their transposes, the cross products, and the 10-number rigid-body
+inertia applied, transformed and solved. The allocation-free counterparts of :mod:`rbd_estimator.spatial`
+for the per-tick kernels of every layer (estimation now, compiled dynamics later).
+
+Every operand is an array and an offset (``E, eo``: the 3×3 rotation ``E[eo:eo + 9]``, row-major;
+``r, ro``: a 3-vector; ``x, xo``: a 6-vector, motion ``[ω; v]`` or force ``[n; f]``; ``I, io``: a
+rigid-body inertia as :func:`rbi_compact` packs it), so that kernels work on slices of packed
+buffers without creating views."""
 from __future__ import annotations
 
-from .layout import _u, njit
+import numpy as np
+
+from ..jit import fast_njit as njit, uidx as _u
+
+
+def rbi_compact(I6: np.ndarray) -> np.ndarray:
+    """Spatial inertia (6×6, body coordinates) → ``[m, h (3), Jxx, Jyy, Jzz, Jxy, Jxz, Jyz]`` with
+    ``h = m c`` (kg·m) and ``J`` the rotational inertia about the body origin (kg·m²)."""
+    m = I6[3, 3]
+    C = I6[0:3, 3:6]                       # h×
+    J = I6[0:3, 0:3]
+    return np.array([m, C[2, 1], C[0, 2], C[1, 0], J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2], J[1, 2]])
+
 
 @njit
-def _mx(E, eo, r, ro, x, xo, y, yo):
+def plux_into(E, eo, r, ro, X, xo):
+    """Write ``plux(E, r) = [[E, 0], [−E r×, E]]`` (RBDA eq. 2.24) row-major into ``X[xo:xo + 36]``."""
+    r0, r1, r2 = r[_u(ro)], r[_u(ro + 1)], r[_u(ro + 2)]
+    for a in range(3):
+        e0, e1, e2 = E[_u(eo + 3 * a)], E[_u(eo + 3 * a + 1)], E[_u(eo + 3 * a + 2)]
+        top, bottom = xo + 6 * a, xo + 6 * (a + 3)
+        X[_u(top)], X[_u(top + 1)], X[_u(top + 2)] = e0, e1, e2
+        X[_u(top + 3)], X[_u(top + 4)], X[_u(top + 5)] = 0.0, 0.0, 0.0
+        X[_u(bottom)] = -(e1 * r2 - e2 * r1)            # −E r×: column b of r× is r × e_b
+        X[_u(bottom + 1)] = -(e2 * r0 - e0 * r2)
+        X[_u(bottom + 2)] = -(e0 * r1 - e1 * r0)
+        X[_u(bottom + 3)], X[_u(bottom + 4)], X[_u(bottom + 5)] = e0, e1, e2
+
+
+@njit
+def fcross(v, vo, f, fo, y, yo):
+    """``y = v ×* f`` for a motion vector ``v`` and a force vector ``f`` (RBDA eq. 2.32); ``y`` may
+    be ``f`` itself."""
+    w0, w1, w2, u0, u1, u2 = v[_u(vo)], v[_u(vo + 1)], v[_u(vo + 2)], v[_u(vo + 3)], v[_u(vo + 4)], v[_u(vo + 5)]
+    n0, n1, n2, f0, f1, f2 = f[_u(fo)], f[_u(fo + 1)], f[_u(fo + 2)], f[_u(fo + 3)], f[_u(fo + 4)], f[_u(fo + 5)]
+    y[_u(yo)] = w1 * n2 - w2 * n1 + u1 * f2 - u2 * f1
+    y[_u(yo + 1)] = w2 * n0 - w0 * n2 + u2 * f0 - u0 * f2
+    y[_u(yo + 2)] = w0 * n1 - w1 * n0 + u0 * f1 - u1 * f0
+    y[_u(yo + 3)] = w1 * f2 - w2 * f1
+    y[_u(yo + 4)] = w2 * f0 - w0 * f2
+    y[_u(yo + 5)] = w0 * f1 - w1 * f0
+
+
+@njit
+def mx(E, eo, r, ro, x, xo, y, yo):
     """``y = plux(E, r) x`` for a motion vector: ``ω' = E ω``, ``v' = E (v − r × ω)``."""
     w0, w1, w2 = x[_u(xo)], x[_u(xo + 1)], x[_u(xo + 2)]
     r0, r1, r2 = r[_u(ro)], r[_u(ro + 1)], r[_u(ro + 2)]
@@ -22,7 +69,7 @@ def _mx(E, eo, r, ro, x, xo, y, yo):
 
 
 @njit
-def _fxT_add(E, eo, r, ro, f, fo, y, yo, s):
+def fxT_add(E, eo, r, ro, f, fo, y, yo, s):
     """``y += s · plux(E, r)ᵀ f`` for a force vector (child to parent): ``f' = Eᵀ f``,
     ``n' = Eᵀ n + r × f'``."""
     n0, n1, n2, f0, f1, f2 = f[_u(fo)], f[_u(fo + 1)], f[_u(fo + 2)], f[_u(fo + 3)], f[_u(fo + 4)], f[_u(fo + 5)]
@@ -42,7 +89,7 @@ def _fxT_add(E, eo, r, ro, f, fo, y, yo, s):
 
 
 @njit
-def _fx(E, eo, r, ro, f, fo, y, yo, s):
+def fx(E, eo, r, ro, f, fo, y, yo, s):
     """``y = s · plux(E, r)⁻ᵀ f`` (force, parent to child coordinates): ``f' = E f``,
     ``n' = E (n − r × f)``."""
     f0, f1, f2 = f[_u(fo + 3)], f[_u(fo + 4)], f[_u(fo + 5)]
@@ -59,7 +106,7 @@ def _fx(E, eo, r, ro, f, fo, y, yo, s):
 
 
 @njit
-def _rbi_apply(I, io, x, xo, y, yo, s):
+def rbi_apply(I, io, x, xo, y, yo, s):
     """``y += s · I x`` with ``I = (m, h, J)``: ``[J ω + h × v; m v − h × ω]``."""
     m, h0, h1, h2 = I[_u(io)], I[_u(io + 1)], I[_u(io + 2)], I[_u(io + 3)]
     jxx, jyy, jzz = I[_u(io + 4)], I[_u(io + 5)], I[_u(io + 6)]
@@ -74,7 +121,7 @@ def _rbi_apply(I, io, x, xo, y, yo, s):
 
 
 @njit
-def _rbi_xT_add(E, eo, r, ro, I, io, P, po):
+def rbi_xT_add(E, eo, r, ro, I, io, P, po):
     """``P += Xᵀ I X`` for ``X = plux(E, r)`` (rigid-body inertia to parent coordinates, RBDA
     Table 2.5): ``m' = m``, ``h' = Eᵀh + m r``,
     ``J' = EᵀJE − (y rᵀ + r yᵀ) + 2 (r·y) 1 − m (r rᵀ − |r|² 1)``
@@ -115,7 +162,7 @@ def _rbi_xT_add(E, eo, r, ro, I, io, P, po):
 
 
 @njit
-def _solve_rbi(I, io, L, lo, x, xo, y, yo, s):
+def solve_rbi(I, io, L, lo, x, xo, y, yo, s):
     """``y = s · I⁻¹ x`` for a rigid-body inertia ``I = (m, h, J)`` with the Cholesky factor ``L``
     (6 values) of its rotational inertia about the centre of mass ``Ī_C = J + (h hᵀ − |h|² 1)/m``:
     ``ω = Ī_C⁻¹ (n − c × f)``, ``v = f / m + c × ω``."""
