@@ -32,7 +32,8 @@ def _replay(args) -> int:
         try:
             summary, rep = replay_bag(args.input, args.output, config, xml, storage=args.storage,
                                       compress=not args.no_compress, namespace=args.namespace,
-                                      node_name=args.node_name, collect=bool(args.plot), progress=progress)
+                                      node_name=args.node_name, collect=bool(args.plot), progress=progress,
+                                      copy_inputs=not args.estimates_only)
         finally:
             if progress is not None:
                 progress.close()
@@ -71,6 +72,8 @@ def main(argv=None) -> int:
     rp.add_argument("--storage", choices=("mcap", "sqlite3"),
                     help="output storage (default: mcap; sqlite3 when OUTPUT ends in .db3)")
     rp.add_argument("--no-compress", action="store_true", help="MCAP: no zstd chunk compression")
+    rp.add_argument("--estimates-only", action="store_true",
+                    help="write the estimate topics only, not a copy of the input topics (about twice as fast)")
     rp.add_argument("--namespace", default="/", help="the node's namespace, to resolve relative topics (default /)")
     rp.add_argument("--node-name", default="rbd_estimator", help="the node's name: output topics are "
                     "<namespace>/<node-name>/joint_torques and .../contact_wrenches/<contact>")

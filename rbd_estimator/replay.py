@@ -433,12 +433,15 @@ def _open_input(path: str, summary: ReplaySummary):
 
 def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str | None = None, *,
                storage: str | None = None, compress: bool = True, namespace: str = "/",
-               node_name: str = "rbd_estimator", collect: bool = False, progress=None):
+               node_name: str = "rbd_estimator", collect: bool = False, progress=None,
+               copy_inputs: bool = True):
     """Replay ``input_path`` into a new bag ``output_path`` (a directory; it must not exist).
 
     ``xml``: the URDF; None takes the ``robot_description`` parameter of ``config`` or, when empty,
     the recording's ``robot_description_topic``. ``storage``: ``mcap`` (default; zstd-compressed
     chunks with ``compress``) or ``sqlite3`` (default when ``output_path`` ends in ``.db3``).
+    ``copy_inputs=False`` writes the estimate topics only (not the input topics the estimate read:
+    about twice as fast, since writing through rosbags' public writer is the replay's main cost).
     ``progress(done, total)`` is called now and then. Returns ``(summary, replayer)``; a truncated or
     corrupt recording sets ``summary.error`` (the output holds what was replayed and is a valid bag).
     Raises :class:`ReplayError` when the replay cannot start.
@@ -502,7 +505,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
         out_conn = {}
         for c in copy:
             key = (c.topic, c.msgtype)
-            if key in out_conn:
+            if key in out_conn or not copy_inputs:
                 continue
             md = c.msgdef.data if getattr(c, "msgdef", None) is not None else ""
             if md and c.digest:
@@ -513,17 +516,22 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                                                       offered_qos_profiles=c.ext.offered_qos_profiles)
         est_conns = [writer.add_connection(rep.torque_topic, cdr.JOINT_STATE, typestore=ts)]
         est_conns += [writer.add_connection(t, cdr.WRENCH_STAMPED, typestore=ts) for t in rep.wrench_topics]
-        out_conns = [out_conn[(c.topic, c.msgtype)] for c in copy] + est_conns
+        out_conns = [out_conn.get((c.topic, c.msgtype)) for c in copy] + est_conns
         topics = [c.topic for c in copy]
         counter = [0]
 
+        first_written = 0 if copy_inputs else len(copy)      # connection indices below it are not written
+
         def write_batch(b):
+            if first_written:
+                b = b.select(b.conn >= first_written)
             bag_io.write_batch(writer, out_conns, b)
             counter[0] += len(b)
 
         def write_one(c, t, data):
-            writer.write(out_conns[c], t, data)
-            counter[0] += 1
+            if c >= first_written:
+                writer.write(out_conns[c], t, data)
+                counter[0] += 1
 
         total = sum(c.msgcount for c in copy) or reader.message_count
         n = 0

@@ -162,6 +162,20 @@ def test_sqlite3_round_trip_gives_the_same_estimates(replayed, tmp_path):
     assert all(np.array_equal(again[s][1], first[s][1]) for s in first)
 
 
+def test_estimates_only_writes_the_same_estimates_and_nothing_else(replayed, tmp_path):
+    out, _, _ = replayed
+    only = str(tmp_path / "only")
+    assert cli.main(["replay", BAG, only, "--params", PARAMS, "--estimates-only", "-q"]) == 0
+    with Reader(only) as r:
+        topics = {c.topic for c in r.connections}
+    assert topics and all(t.startswith("/rbd_estimator/") for t in topics), topics
+    tau, wrenches = read_bag(only, "/rbd_estimator")
+    tau_all, wrenches_all = read_bag(out, "/rbd_estimator")
+    assert tau.keys() == tau_all.keys() and wrenches.keys() == wrenches_all.keys()
+    assert all(np.array_equal(tau[s][1], tau_all[s][1]) for s in tau)
+    assert all(np.array_equal(wrenches[c][s][1], wrenches_all[c][s][1]) for c in wrenches for s in wrenches[c])
+
+
 # ============================================================================ the live node
 def test_replay_equals_the_live_node_on_the_same_messages(replayed):
     """The node (real rclpy, loopback) is fed the recording's messages in lockstep; every estimate

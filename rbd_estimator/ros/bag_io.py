@@ -75,6 +75,10 @@ class RawBatch:
     def __len__(self) -> int:
         return len(self.time)
 
+    def select(self, keep: np.ndarray) -> "RawBatch":
+        """The messages where the boolean ``keep`` is true, in order (the payload bytes are shared)."""
+        return RawBatch(self.conn[keep], self.time[keep], self.data, self.start[keep], self.length[keep])
+
     def payload(self, i: int) -> memoryview:
         """The payload of message ``i`` (no copy)."""
         a = int(self.start[i])
