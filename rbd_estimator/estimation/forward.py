@@ -11,12 +11,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..dynamics.kinematics import S_FREE, external_forces
+from ..dynamics.spatial_jit import joint_transform
+from ..jit import njit
 from ..model.robot_model import FREE, RobotModel
-from ..spatial import quat_to_R
 from . import kinematics as kin
 from .layout import motion_axes
 from .plan import StaticLU, plan_static_lu
 from .sparse_lu import gather, lu_solve, numeric_lu
+
+_IDENTITY_TRANSFORM = np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])   # E = 1, r = 0
 
 
 class SparseForwardDynamics:
@@ -48,7 +51,10 @@ class SparseForwardDynamics:
         self._S_free = S_FREE
         self._E, self._r = np.zeros((NB, 3, 3)), np.zeros((NB, 3))
         self._X = np.zeros((NB, 6, 6))
-        self._work = np.zeros(21)
+        self._work = np.zeros(51)
+        self._fx = np.zeros((NB, 6))
+        self._offsets = np.array([self._r_c, self._r_nu, self._r_xa0, self._r_tau, self._r_fx, self._r_g0],
+                                 dtype=np.int64)
         self._v, self._c, self._nu, self._Xa0 = (np.zeros((NB, 6)) for _ in range(4))
         self._a0 = np.concatenate([np.zeros(3), -m.gravity])
         self._src, self._rsrc = np.zeros(1 + 36 * NB), np.zeros(self.n_rsrc)
@@ -112,34 +118,79 @@ class SparseForwardDynamics:
         return trip, rhs
 
     def _kinematics(self, q, dq):
+        """Transforms, velocities and bias terms of ``(q, q̇)`` into the sources (for the plan)."""
+        ei, ef = np.zeros(1, dtype=np.int64), np.zeros(1)
         m = self.model
-        kin.joint_transforms(m.joint_types, m.axes, m.E_tree, m.r_tree, m.q_idx, q, self._E, self._r,
-                             self._work[:9].reshape(3, 3))
-        for i in range(m.NB):
-            kin.plux_into(self._E[i], self._r[i], self._X[i])
-        self._src[1:] = self._X.reshape(-1)
-        v0 = S_FREE @ dq[:6] if m.floating_base else np.zeros(6)
-        kin.velocity_pass(m.parents, m.joint_types, self._S, m.v_idx, self._X, dq, v0, self._a0,
-                          self._v, self._c, self._nu, self._Xa0, m.inertias, self._work[9:15], self._work[15:21])
-        if m.floating_base:     # ⁰X_w a_w: gravity in base coordinates
-            self._rsrc[self._r_g0 + 3:self._r_g0 + 6] = quat_to_R(q[3:7]).T @ self._a0[3:]
+        _forward_kernel(m.joint_types, m.axes, m.E_tree, m.r_tree, m.q_idx, m.parents, self._S, m.v_idx, m.inertias,
+                        m.floating_base, np.asarray(q, dtype=float), np.asarray(dq, dtype=float), np.zeros(m.nv),
+                        self._fx, self._a0, self._E, self._r, self._X, self._work, self._v, self._c, self._nu,
+                        self._Xa0, self._src, self._rsrc, self._offsets, False,
+                        *(ei, ei, ef) * 3, ei, ei, ef, ei, ei, ef, ei, ei, ef, ef, ef, ef)
 
     def compute(self, q, dq, tau, f_ext=None) -> np.ndarray:
-        """Joint (and base) accelerations ``q̈`` (nv,). Returns a new array."""
+        """Joint (and base) accelerations ``q̈`` (nv,), rad/s² or m/s². Returns a new array.
+
+        One compiled call (kinematics, sources, right-hand side, numeric LU and solve) that
+        allocates nothing; ``f_ext`` is mapped to body forces beforehand."""
         m = self.model
-        q, dq, tau = (np.asarray(x, dtype=float) for x in (q, dq, tau))
-        self._kinematics(q, dq)
-        NB = m.NB
-        rs = self._rsrc
-        rs[self._r_c:self._r_c + 6 * NB] = self._c.reshape(-1)
-        rs[self._r_nu:self._r_nu + 6 * NB] = self._nu.reshape(-1)
-        rs[self._r_xa0:self._r_xa0 + 6 * NB] = self._Xa0.reshape(-1)
-        rs[self._r_tau:self._r_tau + m.nv] = tau
-        rs[self._r_fx:self._r_fx + 6 * NB] = external_forces(m, f_ext).reshape(-1)
-        lu = self.lu
-        gather(*lu.G, self._src, self._Ax)
-        gather(*self._GR, rs, self._x)
-        numeric_lu(lu.Ap, lu.Ai, self._Ax, lu.Lp, lu.Li, self._Lx, lu.Up, lu.Ui, self._Ux, self._w)
-        lu_solve(lu.Lp, lu.Li, self._Lx, lu.Up, lu.Ui, self._Ux, self._x)
-        gather(*self._GO, self._x, self._out)
+        q, dq, tau = (_vector(x, n, name) for x, n, name in ((q, m.nq, "q"), (dq, m.nv, "dq"), (tau, m.nv, "tau")))
+        external_forces(m, f_ext, out=self._fx)
+        _forward_kernel(m.joint_types, m.axes, m.E_tree, m.r_tree, m.q_idx, m.parents, self._S, m.v_idx, m.inertias,
+                        m.floating_base, q, dq, tau, self._fx, self._a0, self._E, self._r, self._X, self._work,
+                        self._v, self._c, self._nu, self._Xa0, self._src, self._rsrc, self._offsets, True,
+                        *self._solve_args())
         return self._out.copy()
+
+    def _solve_args(self):
+        lu = self.lu
+        return (*lu.G, *self._GR, *self._GO, lu.Ap, lu.Ai, self._Ax, lu.Lp, lu.Li, self._Lx, lu.Up, lu.Ui, self._Ux,
+                self._w, self._x, self._out)
+
+
+def _vector(x, n: int, name: str) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=float)
+    if x.shape != (n,):
+        raise ValueError(f"SparseForwardDynamics.compute: {name} has shape {x.shape}, expected ({n},)")
+    return x
+
+
+@njit
+def _forward_kernel(jtype, axes, E_tree, r_tree, q_idx, parents, S, v_idx, inertias, floating, q, dq, tau, fx, a0,
+                    E, r, X, work, v, c, nu, Xa0, src, rsrc, off, solve,
+                    Gp, Gi, Gx, Rp, Ri, Rx, Op, Oi, Ox, Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w, x, out):
+    """Eq. (15) for ``(q, q̇, τ, f^x)``: ``X_i`` into the matrix sources ``src``, ``c_i``, ``ν_i``,
+    ``X_i a_0``, ``τ``, ``f^x`` and ``⁰X_w a_w`` into the right-hand-side sources ``rsrc``; with
+    ``solve``, the matrix values, the numeric LU, the solve and the gather of ``q̈`` into ``out``.
+    ``off``: offsets of c, ν, X a_0, τ, f^x and ⁰X_w a_w in ``rsrc``."""
+    NB = parents.shape[0]
+    kin.joint_transforms(jtype, axes, E_tree, r_tree, q_idx, q, E, r, work[:9].reshape((3, 3)))
+    for i in range(NB):
+        kin.plux_into(E[i], r[i], X[i])
+        for k in range(36):
+            src[1 + 36 * i + k] = X[i, k // 6, k % 6]
+    v0 = work[21:27]
+    v0[:] = 0.0
+    if floating:                                                    # S_FREE q̇_base: [ω; v_lin]
+        v0[:3] = dq[3:6]
+        v0[3:] = dq[:3]
+    kin.velocity_pass(parents, jtype, S, v_idx, X, dq, v0, a0, v, c, nu, Xa0, inertias, work[9:15], work[15:21])
+    for i in range(NB):
+        for k in range(6):
+            rsrc[off[0] + 6 * i + k] = c[i, k]
+            rsrc[off[1] + 6 * i + k] = nu[i, k]
+            rsrc[off[2] + 6 * i + k] = Xa0[i, k]
+            rsrc[off[4] + 6 * i + k] = fx[i, k]
+    for k in range(tau.shape[0]):
+        rsrc[off[3] + k] = tau[k]
+    if floating:                                                    # ⁰X_w a_w: gravity in base coordinates
+        Eb, rb = work[27:36], work[36:39]
+        work[39:51] = _IDENTITY_TRANSFORM                           # X_T = 1: E_b = R(quat)ᵀ
+        joint_transform(FREE, a0, work[39:48], work[48:51], q, 0, Eb, rb)
+        for a in range(3):
+            rsrc[off[5] + 3 + a] = Eb[3 * a] * a0[3] + Eb[3 * a + 1] * a0[4] + Eb[3 * a + 2] * a0[5]
+    if solve:
+        gather(Gp, Gi, Gx, src, Ax)
+        gather(Rp, Ri, Rx, rsrc, x)
+        numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w)
+        lu_solve(Lp, Li, Lx, Up, Ui, Ux, x)
+        gather(Op, Oi, Ox, x, out)
