@@ -35,22 +35,23 @@ class DynamicsData:
         self.model = m = model
         NB, nv = m.NB, m.nv
         self.MI = np.zeros((NB, 8), dtype=np.int64)
-        self.MF = np.zeros((NB, MF_SIZE))
+        self.MF = np.zeros(NB * MF_SIZE)
+        MF = self.MF.reshape(NB, MF_SIZE)
         lo, hi, col0 = _column_ranges(m)
         for i in range(NB):
             self.MI[i, [PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0]] = (
                 m.parents[i], m.joint_types[i], m.q_idx[i], m.v_idx[i], m.joint_dofs[i], lo[i], hi[i], col0[i])
             S = np.zeros((6, 6))
             S[:, :m.joint_dofs[i]] = motion_subspace(m, i)
-            self.MF[i, S_:S_ + 36] = S.T.reshape(-1)                 # column-major
-            self.MF[i, AXIS:AXIS + 3] = m.axes[i]
-            self.MF[i, ET:ET + 9] = np.asarray(m.E_tree[i]).reshape(-1)
-            self.MF[i, RT:RT + 3] = m.r_tree[i]
-            self.MF[i, INERTIA:INERTIA + 36] = np.asarray(m.inertias[i]).reshape(-1)
+            MF[i, S_:S_ + 36] = S.T.reshape(-1)                 # column-major
+            MF[i, AXIS:AXIS + 3] = m.axes[i]
+            MF[i, ET:ET + 9] = np.asarray(m.E_tree[i]).reshape(-1)
+            MF[i, RT:RT + 3] = m.r_tree[i]
+            MF[i, INERTIA:INERTIA + 36] = np.asarray(m.inertias[i]).reshape(-1)
         self.a0 = gravity_acceleration(m)
         self.lam = np.ascontiguousarray(m.expanded_parents, dtype=np.int64)
-        self.W = np.zeros((NB, W_SIZE))
-        self.F, self.P = np.zeros((NB, 6, nv)), np.zeros((NB, 6, nv))
+        self.W = np.zeros(NB * W_SIZE)
+        self.F, self.P = np.zeros(6 * NB * nv), np.zeros(6 * NB * nv)
         self.fx = np.zeros((NB, 6))
         self._fx_set = False
         self.zero = np.zeros(nv)

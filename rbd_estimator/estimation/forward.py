@@ -19,7 +19,7 @@ from .layout import motion_axes
 from .plan import StaticLU, plan_static_lu
 from .sparse_lu import gather, lu_solve, numeric_lu
 
-_IDENTITY_TRANSFORM = np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])   # E = 1, r = 0
+_IDENTITY_JOINT = np.array([0.0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])   # axis, E_T = 1, r_T = 0
 
 
 class SparseForwardDynamics:
@@ -183,11 +183,10 @@ def _forward_kernel(jtype, axes, E_tree, r_tree, q_idx, parents, S, v_idx, inert
     for k in range(tau.shape[0]):
         rsrc[off[3] + k] = tau[k]
     if floating:                                                    # ⁰X_w a_w: gravity in base coordinates
-        Eb, rb = work[27:36], work[36:39]
-        work[39:51] = _IDENTITY_TRANSFORM                           # X_T = 1: E_b = R(quat)ᵀ
-        joint_transform(FREE, a0, work[39:48], work[48:51], q, 0, Eb, rb)
+        work[36:51] = _IDENTITY_JOINT                               # X_T = 1: E_b = R(quat)ᵀ
+        joint_transform(FREE, work, 36, q, 0, work, 24)
         for a in range(3):
-            rsrc[off[5] + 3 + a] = Eb[3 * a] * a0[3] + Eb[3 * a + 1] * a0[4] + Eb[3 * a + 2] * a0[5]
+            rsrc[off[5] + 3 + a] = work[24 + 3 * a] * a0[3] + work[25 + 3 * a] * a0[4] + work[26 + 3 * a] * a0[5]
     if solve:
         gather(Gp, Gi, Gx, src, Ax)
         gather(Rp, Ri, Rx, rsrc, x)
