@@ -15,8 +15,8 @@ import numpy as np
 from ..model.robot_model import RobotModel
 from .kinematics import external_forces, gravity_acceleration, motion_subspace
 from .minverse_jit import minverse_kernel
-from .tree_jit import (AXIS, COL0, DOFS, ET, INERTIA, JTYPE, MF_SIZE, PARENT, QIDX, RT, S_, SUB_HI, SUB_LO, VIDX,
-                       W_SIZE, aba_kernel, crba_kernel, forward_dynamics_ltdl_kernel, rnea_kernel)
+from .tree_jit import (AXIS, COL0, DOFS, ET, INERTIA, JTYPE, LEAF, MF_SIZE, MI_SIZE, PARENT, PBLK, QIDX, RT, S_, SUB_HI,
+                       SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel, forward_dynamics_ltdl_kernel, rnea_kernel)
 
 _F64 = np.dtype(np.float64)
 
@@ -34,13 +34,16 @@ class DynamicsData:
     def __init__(self, model: RobotModel):
         self.model = m = model
         NB, nv = m.NB, m.nv
-        self.MI = np.zeros((NB, 8), dtype=np.int64)
+        self.MI = np.zeros((NB, MI_SIZE), dtype=np.int64)
         self.MF = np.zeros(NB * MF_SIZE)
         MF = self.MF.reshape(NB, MF_SIZE)
         lo, hi, col0 = _column_ranges(m)
         for i in range(NB):
-            self.MI[i, [PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0]] = (
-                m.parents[i], m.joint_types[i], m.q_idx[i], m.v_idx[i], m.joint_dofs[i], lo[i], hi[i], col0[i])
+            p = m.parents[i]
+            self.MI[i, [PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF]] = (
+                p, m.joint_types[i], m.q_idx[i], m.v_idx[i], m.joint_dofs[i], lo[i], hi[i], col0[i],
+                not np.any(m.parents == i))
+            self.MI[i, PBLK] = i if m.joint_dofs[i] or p < 0 else self.MI[p, PBLK]
             S = np.zeros((6, 6))
             S[:, :m.joint_dofs[i]] = motion_subspace(m, i)
             MF[i, S_:S_ + 36] = S.T.reshape(-1)                 # column-major
@@ -51,7 +54,7 @@ class DynamicsData:
         self.a0 = gravity_acceleration(m)
         self.lam = np.ascontiguousarray(m.expanded_parents, dtype=np.int64)
         self.W = np.zeros(NB * W_SIZE)
-        self.F, self.P = np.zeros(6 * NB * nv), np.zeros(6 * NB * nv)
+        self.F, self.P = np.zeros(6 * nv), np.zeros(6 * NB * nv)
         self.fx = np.zeros((NB, 6))
         self._fx_set = False
         self.zero = np.zeros(nv)

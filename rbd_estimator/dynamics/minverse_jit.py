@@ -1,90 +1,152 @@
 """Compiled M⁻¹ without factorising H (Carpentier 2018, Algorithm 1), allocation-free.
 
 The passes of the readable :mod:`.minverse` (same readings of lines 14/19 and of the second
-forward pass), on the arrays of :mod:`.tree_jit`. ``F`` holds the force set of every body (6 × nv,
-column-major: column ``col`` of body i at ``6 (i nv + col)``), non-zero only in the columns
-``[SUB_LO, SUB_HI)`` of its subtree (contiguous: the numbering is depth-first); ``P`` likewise the
-motion sets, over the columns ``[COL0, nv)``.
+forward pass), on the arrays of :mod:`.tree_jit`, with every spatial quantity in world (root)
+coordinates, as pinocchio's ``computeMinverse`` does: the force set ``F_i`` then moves to the
+parent unchanged (15: ``ᵖX*_i`` is the identity between world coordinates), so one 6 × nv array
+holds all of them (body i's on the columns ``[SUB_LO, SUB_HI)`` of its subtree, contiguous since
+the numbering is depth-first), and the motion set is ``P_i = P_λ + S_i M⁻¹[i]`` (34) without a
+transform. ``F`` and ``P`` are row-major (entry ``(b, col)`` at ``b nv + col``; ``P`` one 6 × nv
+block per body, a 0-DoF body sharing its parent's), so that the loops over columns vectorise.
 """
 from __future__ import annotations
 
-from .spatial_jit import X_motion, add_congruence, add_XT_force, kernel
-from .tree_jit import (C_, COL0, DINV, DOFS, IA_, INERTIA, MF_SIZE, PA_, PARENT, S_, SUB_HI, SUB_LO, TMP, U_, VIDX,
-                       W_SIZE, X_, _articulate, transforms)
+import numpy as np
+
+from .spatial_jit import Xinv_motion, add_congruence, compose, inline, kernel
+from .tree_jit import (COL0, C_, DINV, DOFS, IA_, INERTIA, LEAF, MF_SIZE, PA_, PARENT, PBLK, S_, SUB_HI, SUB_LO, SW_,
+                       TMP, U_, V_, VIDX, W_SIZE, X_, _articulate, transforms)
+
+O_ = V_                                                             # ⁱX_0 (12 floats) in the v, a slots
+#: Column indices are unsigned in the loops over columns: numba then skips its negative-index
+#: wrap-around, which otherwise keeps those loops from vectorising (about 6× slower).
+U64 = np.uint64
 
 
 @kernel
 def minverse_kernel(MI, MF, W, q, F, P, zero, Minv):
     """``Minv = H(q)⁻¹`` (nv × nv, both triangles). ``zero``: nv zeros (the bias-free ``τ``);
-    ``F``, ``P``: 6 · NB · nv floats each. Returns the first body whose ``D_i`` is not positive
-    definite, or −1."""
+    ``F``: 6 · nv floats, ``P``: 6 · NB · nv floats. Returns the first body whose ``D_i`` is not
+    positive definite, or −1."""
     NB, nv = MI.shape[0], Minv.shape[0]
     transforms(MI, MF, W, q)                                        # first forward pass (lines 2–6)
     for i in range(NB):
-        wi, mi = i * W_SIZE, i * MF_SIZE
-        for b in range(36):
-            W[wi + IA_ + b] = MF[mi + INERTIA + b]                  # I_iᴬ = I_i
-        for b in range(6):
-            W[wi + C_ + b] = 0.0                                    # c_i = 0, p_iᴬ = 0: no bias
-            W[wi + PA_ + b] = 0.0
-        for c in range(6 * (i * nv + MI[i, SUB_LO]), 6 * (i * nv + MI[i, SUB_HI])):
-            F[c] = 0.0
-        for j in range(MI[i, DOFS]):
-            for col in range(MI[i, COL0], nv):
-                Minv[MI[i, VIDX] + j, col] = 0.0
+        _world(MI, MF, W, i)
+    for c in range(6 * nv):
+        F[c] = 0.0
     for i in range(NB - 1, -1, -1):                                 # backward pass (lines 8–26)
-        n, k, p, wi, mi = MI[i, DOFS], MI[i, VIDX], MI[i, PARENT], i * W_SIZE, i * MF_SIZE
-        lo, hi = MI[i, SUB_LO], MI[i, SUB_HI]
-        if n:
-            if not _articulate(MI, MF, W, i, zero):                 # (9), (10), (23)
+        p, wi = MI[i, PARENT], i * W_SIZE
+        if MI[i, DOFS]:
+            if not _articulate(MI, W, wi + SW_, W, i, zero):        # (9), (10), (23)
                 return i
-            for col in range(lo, hi):
-                Fc = 6 * (i * nv + col)                             # F_i[:, col]
-                for l in range(n):
-                    t = 0.0
-                    for b in range(6):
-                        t += MF[mi + S_ + 6 * l + b] * F[Fc + b]
-                    W[wi + TMP + l] = t                             # S_iᵀ F_i
-                for j in range(n):
-                    s = 0.0
-                    for l in range(n):
-                        s -= W[wi + DINV + n * j + l] * W[wi + TMP + l]
-                    Minv[k + j, col] = s                            # (12) M⁻¹[i, ν(i)] = −D_i⁻¹ S_iᵀ F_i
-                if k <= col < k + n:
-                    for j in range(n):
-                        Minv[k + j, col] = W[wi + DINV + n * j + col - k]   # (21) M⁻¹_ii = D_i⁻¹
-                for b in range(6):                                  # (14), (19) F_i += U_i M⁻¹[i, ν(i)]
-                    s = 0.0
-                    for j in range(n):
-                        s += W[wi + U_ + 6 * j + b] * Minv[k + j, col]
-                    F[Fc + b] += s
-        if p >= 0:
-            for col in range(lo, hi):                               # (15) F_λ += ᵖX*_i F_i
-                add_XT_force(W, wi + X_, F, 6 * (i * nv + col), F, 6 * (p * nv + col))
-            add_congruence(W, wi + X_, W, wi + IA_, W, p * W_SIZE + IA_, W, wi + TMP)   # (24)
+            _minv_rows(MI, W, i, F, Minv)                           # (12), (21), (14), (19)
+        if p >= 0:                                                  # (15) is the identity; (24)
+            for b in range(36):
+                W[p * W_SIZE + IA_ + b] += W[wi + IA_ + b]
     for i in range(NB):                                             # second forward pass (lines 28–36)
-        n, k, p, c0, wi, mi = MI[i, DOFS], MI[i, VIDX], MI[i, PARENT], MI[i, COL0], i * W_SIZE, i * MF_SIZE
-        for col in range(c0, nv):
-            Pc = 6 * (i * nv + col)                                 # P_i[:, col] = ⁱX_λ P_λ[:, col] first
-            if p >= 0:
-                X_motion(W, wi + X_, P, 6 * (p * nv + col), P, Pc)
-            else:
-                for b in range(6):
-                    P[Pc + b] = 0.0
-            for l in range(n):                                      # U_iᵀ ⁱX_λ P_λ
-                t = 0.0
-                for b in range(6):
-                    t += W[wi + U_ + 6 * l + b] * P[Pc + b]
-                W[wi + TMP + l] = t
-            for j in range(n):                                      # (30) M⁻¹[i, j≥i] −= D_i⁻¹ U_iᵀ ⁱX_λ P_λ
-                s = 0.0
-                for l in range(n):
-                    s += W[wi + DINV + n * j + l] * W[wi + TMP + l]
-                Minv[k + j, col] -= s
-            for b in range(6):                                      # (32), (34) P_i = S_i M⁻¹[i] + ⁱX_λ P_λ
-                for j in range(n):
-                    P[Pc + b] += MF[mi + S_ + 6 * j + b] * Minv[k + j, col]
+        _minv_forward(MI, W, i, P, Minv)
     for a in range(nv):                                             # mirror the upper triangle
         for b in range(a):
             Minv[a, b] = Minv[b, a]
     return -1
+
+
+@inline
+def _world(MI, MF, W, i):
+    """``ⁱX_0 = ⁱX_λ ᵖX_0``; ``S_i`` and ``I_iᴬ = I_i`` in world coordinates (``⁰X_i S_i``,
+    ``ⁱX_0ᵀ I_i ⁱX_0``); no bias (``c_i = p_iᴬ = 0``). Zeroes body i's rows of the upper triangle."""
+    p, n, wi, mi, nv = MI[i, PARENT], MI[i, DOFS], i * W_SIZE, i * MF_SIZE, MI.shape[0]
+    if p >= 0:
+        compose(W, wi + X_, W, p * W_SIZE + O_, W, wi + O_)
+    else:
+        for b in range(12):
+            W[wi + O_ + b] = W[wi + X_ + b]
+    for j in range(n):
+        Xinv_motion(W, wi + O_, MF, mi + S_ + 6 * j, W, wi + SW_ + 6 * j)
+    for b in range(36):
+        W[wi + IA_ + b] = 0.0
+    add_congruence(W, wi + O_, MF, mi + INERTIA, W, wi + IA_, W, wi + TMP)
+    for b in range(6):
+        W[wi + C_ + b] = 0.0
+        W[wi + PA_ + b] = 0.0
+
+
+@inline
+def _minv_rows(MI, W, i, F, Minv):
+    """Body i's rows on its subtree's columns ``c``: (12) ``M⁻¹[i, c] = −D_i⁻¹ S_iᵀ F[:, c]``,
+    (21) ``M⁻¹_ii = D_i⁻¹``, then (14), (19) ``F[:, c] += U_i M⁻¹[i, c]``."""
+    n, k, wi, nv = MI[i, DOFS], MI[i, VIDX], i * W_SIZE, Minv.shape[0]
+    lo, hi, S = U64(MI[i, SUB_LO]), U64(MI[i, SUB_HI]), wi + SW_
+    r0, r1, r2, r3, r4, r5 = _rows(nv)
+    for j in range(n):
+        row = U64(k + j)
+        for col in range(lo, hi):
+            Minv[row, col] = 0.0
+        for l in range(n):                                          # −D_i⁻¹ S_iᵀ, row j
+            g = -W[wi + DINV + n * j + l]
+            s0, s1, s2 = W[S + 6 * l], W[S + 6 * l + 1], W[S + 6 * l + 2]
+            s3, s4, s5 = W[S + 6 * l + 3], W[S + 6 * l + 4], W[S + 6 * l + 5]
+            for col in range(lo, hi):
+                Minv[row, col] += g * (s0 * F[r0 + col] + s1 * F[r1 + col] + s2 * F[r2 + col]
+                                       + s3 * F[r3 + col] + s4 * F[r4 + col] + s5 * F[r5 + col])
+        for l in range(n):
+            Minv[k + j, k + l] = W[wi + DINV + n * j + l]
+    for j in range(n):
+        row = U64(k + j)
+        u0, u1, u2 = W[wi + U_ + 6 * j], W[wi + U_ + 6 * j + 1], W[wi + U_ + 6 * j + 2]
+        u3, u4, u5 = W[wi + U_ + 6 * j + 3], W[wi + U_ + 6 * j + 4], W[wi + U_ + 6 * j + 5]
+        for col in range(lo, hi):
+            m = Minv[row, col]
+            F[r0 + col] += u0 * m
+            F[r1 + col] += u1 * m
+            F[r2 + col] += u2 * m
+            F[r3 + col] += u3 * m
+            F[r4 + col] += u4 * m
+            F[r5 + col] += u5 * m
+
+
+@inline
+def _rows(nv):
+    """Offsets of the six rows of a row-major 6 × nv block, unsigned (see :data:`U64`)."""
+    r = U64(nv)
+    return U64(0), r, r + r, r + r + r, r + r + r + r, r + r + r + r + r
+
+
+@inline
+def _minv_forward(MI, W, i, P, Minv):
+    """Body i of the second forward pass over the columns ``col ≥ COL0``: (30)
+    ``M⁻¹[i, col] −= D_i⁻¹ U_iᵀ P_λ[:, col]``, then (32), (34) ``P_i = P_λ + S_i M⁻¹[i]`` (not for a
+    leaf, whose motion set nobody reads)."""
+    n, k, p, wi, nv = MI[i, DOFS], MI[i, VIDX], MI[i, PARENT], i * W_SIZE, Minv.shape[0]
+    c0, cn, d = U64(MI[i, COL0]), U64(nv), U64(6 * i * nv)
+    r0, r1, r2, r3, r4, r5 = _rows(nv)
+    if n == 0:
+        if p < 0:
+            for c in range(d, d + U64(6 * nv)):
+                P[c] = 0.0
+        return                                                      # else P_i is P_λ (shared block)
+    sp = U64(6 * MI[max(p, 0), PBLK] * nv)
+    if p >= 0:
+        for j in range(n):                                          # (30)
+            row = U64(k + j)
+            for l in range(n):
+                g = W[wi + DINV + n * j + l]
+                u0, u1, u2 = W[wi + U_ + 6 * l], W[wi + U_ + 6 * l + 1], W[wi + U_ + 6 * l + 2]
+                u3, u4, u5 = W[wi + U_ + 6 * l + 3], W[wi + U_ + 6 * l + 4], W[wi + U_ + 6 * l + 5]
+                for col in range(c0, cn):
+                    Minv[row, col] -= g * (u0 * P[sp + r0 + col] + u1 * P[sp + r1 + col] + u2 * P[sp + r2 + col]
+                                           + u3 * P[sp + r3 + col] + u4 * P[sp + r4 + col] + u5 * P[sp + r5 + col])
+    if MI[i, LEAF]:
+        return
+    for b in range(6):                                              # (32), (34)
+        rb = U64(b) * U64(nv)
+        if p >= 0:
+            for col in range(c0, cn):
+                P[d + rb + col] = P[sp + rb + col]
+        else:
+            for col in range(c0, cn):
+                P[d + rb + col] = 0.0
+        for j in range(n):
+            sb, row = W[wi + SW_ + 6 * j + b], U64(k + j)
+            for col in range(c0, cn):
+                P[d + rb + col] += sb * Minv[row, col]

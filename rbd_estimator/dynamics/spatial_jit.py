@@ -80,6 +80,31 @@ def X_motion(T, t, m, o, out, u):
 
 
 @inline
+def Xinv_motion(T, t, m, o, out, u):
+    """``out[u:u+6] = X⁻¹ m`` for ``X = T[t:t+12]``: ``ω = Eᵀ ω'``, ``v = Eᵀ v' + r × ω``."""
+    w0 = T[t] * m[o] + T[t + 3] * m[o + 1] + T[t + 6] * m[o + 2]
+    w1 = T[t + 1] * m[o] + T[t + 4] * m[o + 1] + T[t + 7] * m[o + 2]
+    w2 = T[t + 2] * m[o] + T[t + 5] * m[o + 1] + T[t + 8] * m[o + 2]
+    r0, r1, r2 = T[t + 9], T[t + 10], T[t + 11]
+    out[u] = w0
+    out[u + 1] = w1
+    out[u + 2] = w2
+    out[u + 3] = T[t] * m[o + 3] + T[t + 3] * m[o + 4] + T[t + 6] * m[o + 5] + r1 * w2 - r2 * w1
+    out[u + 4] = T[t + 1] * m[o + 3] + T[t + 4] * m[o + 4] + T[t + 7] * m[o + 5] + r2 * w0 - r0 * w2
+    out[u + 5] = T[t + 2] * m[o + 3] + T[t + 5] * m[o + 4] + T[t + 8] * m[o + 5] + r0 * w1 - r1 * w0
+
+
+@inline
+def compose(T, t, U, v, out, u):
+    """``out[u:u+12] = X₁ X₂`` for ``X₁ = T[t:t+12]``, ``X₂ = U[v:v+12]``:
+    ``plux(E₁, r₁) plux(E₂, r₂) = plux(E₁ E₂, r₂ + E₂ᵀ r₁)``."""
+    for a in range(3):
+        for b in range(3):
+            out[u + 3 * a + b] = T[t + 3 * a] * U[v + b] + T[t + 3 * a + 1] * U[v + 3 + b] + T[t + 3 * a + 2] * U[v + 6 + b]
+        out[u + 9 + a] = U[v + 9 + a] + U[v + a] * T[t + 9] + U[v + 3 + a] * T[t + 10] + U[v + 6 + a] * T[t + 11]
+
+
+@inline
 def add_XT_force(T, t, f, o, out, u):
     """``out[u:u+6] += Xᵀ f = ᵖX*_i f`` (force from child to parent coordinates, ``X* = X⁻ᵀ``):
     ``n_p = Eᵀ n + r × (Eᵀ f)``, ``f_p = Eᵀ f``."""

@@ -4,15 +4,16 @@ The same equations as the readable references (:mod:`.rnea`, :mod:`.aba`, :mod:`
 :mod:`.forward_dynamics`; equation numbers in the comments are those of the references), in
 compiled loops over the bodies, allocating nothing. :class:`~.data.DynamicsData` owns the arrays:
 
-* ``MI`` (NB × 8, int64), per body: parent λ(i) (−1: fixed base), joint type, index in ``q``,
-  index in ``v``, n_i (0, 1 or 6), first and end ``v`` index of the subtree ν(i), and the first
-  column of body i's rows in the upper triangle of M⁻¹ (see :mod:`.minverse`);
+* ``MI`` (NB × ``MI_SIZE``, int64), per body: parent λ(i) (−1: fixed base), joint type, index in
+  ``q``, index in ``v``, n_i (0, 1 or 6), first and end ``v`` index of the subtree ν(i), the first
+  column of body i's rows in the upper triangle of M⁻¹, whether it is a leaf, and the body whose
+  motion set it shares (itself, or for a 0-DoF body its parent's; see :mod:`.minverse_jit`);
 * ``MF`` (flat, ``MF_SIZE`` floats per body from ``i · MF_SIZE``): ``S_i`` (6 × 6, column-major,
   n_i columns used), joint axis, ``X_T(i) = plux(E_T, r_T)`` and the spatial inertia ``I_i``
   (6 × 6, kg, kg·m, kg·m²);
 * ``W`` (flat, ``W_SIZE`` floats per body from ``i · W_SIZE``), per body work: ``ⁱX_λ = plux(E, r)``,
   ``v_i``, ``a_i``, ``f_i``, ``c_i``, ``I_iᴬ`` (or ``I_iᶜ``), ``p_iᴬ``, ``U_i`` (or ``F``;
-  column-major), ``D_i⁻¹``, ``u_i`` and scratch.
+  column-major), ``D_i⁻¹``, ``u_i``, scratch, and ``S_i`` in world coordinates (M⁻¹ only).
 
 Operands are ``(array, offset)`` pairs (see :mod:`.spatial_jit`); ``wi``/``wp`` are the offsets of
 body i's and its parent's work, ``mi`` that of body i's constants.
@@ -26,11 +27,11 @@ from .spatial_jit import (inline, kernel, X_motion, add_congruence, add_force_cr
                           motion_cross, spd_inverse)
 
 # columns of MI
-PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0 = range(8)
+PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF, PBLK, MI_SIZE = range(11)
 # offsets in a body's MF block
 S_, AXIS, ET, RT, INERTIA, MF_SIZE = 0, 36, 39, 48, 51, 87
 # offsets in a body's W block (X_ holds E then r)
-X_, V_, A_, F_, C_, IA_, PA_, U_, DINV, UU, TMP, TMP2, W_SIZE = 0, 12, 18, 24, 30, 36, 72, 78, 114, 150, 156, 192, 228
+X_, V_, A_, F_, C_, IA_, PA_, U_, DINV, UU, TMP, TMP2, SW_, W_SIZE = 0, 12, 18, 24, 30, 36, 72, 78, 114, 150, 156, 192, 228, 264
 
 
 @kernel
@@ -136,7 +137,7 @@ def aba_kernel(MI, MF, W, q, dq, tau, fx, a0, ddq):
             W[wi + PA_ + b] = -fx[i, b]
         add_force_cross(W, wi + V_, W, wi + TMP, W, wi + PA_)       # p_iᴬ = v_i ×* I_i v_i − f_i^x
     for i in range(NB - 1, -1, -1):                                 # backward pass, i = N_B … 1
-        if MI[i, DOFS] and not _articulate(MI, MF, W, i, tau):
+        if MI[i, DOFS] and not _articulate(MI, MF, i * MF_SIZE + S_, W, i, tau):
             return i
         p, wi = MI[i, PARENT], i * W_SIZE
         if p >= 0:
@@ -166,22 +167,25 @@ def aba_kernel(MI, MF, W, q, dq, tau, fx, a0, ddq):
 
 
 @inline
-def _articulate(MI, MF, W, i, tau):
+def _articulate(MI, S, so, W, i, tau):
     """Body i of the ABA's backward pass: ``U_i``, ``D_i⁻¹``, ``u_i``, then ``I_iᵃ`` (12Iᵃ) and the
-    braces of (12p) in place of ``I_iᴬ``, ``p_iᴬ``. False when ``D_i`` is not positive definite."""
-    n, k, wi, mi = MI[i, DOFS], MI[i, VIDX], i * W_SIZE, i * MF_SIZE
+    braces of (12p) in place of ``I_iᴬ``, ``p_iᴬ``, with ``S_i = S[so:so+36]`` (column-major; in the
+    coordinates of ``I_iᴬ``). False when ``D_i`` is not positive definite."""
+    n, k, wi = MI[i, DOFS], MI[i, VIDX], i * W_SIZE
+    if n == 1:
+        return _articulate_1dof(S, so, W, wi, tau[k])
     D, UD = wi + TMP, wi + TMP2                                     # offsets of D_i and U_i D_i⁻¹
     for j in range(n):
-        matvec6(W, wi + IA_, MF, mi + S_ + 6 * j, W, wi + U_ + 6 * j)   # U_i = I_iᴬ S_i
+        matvec6(W, wi + IA_, S, so + 6 * j, W, wi + U_ + 6 * j)   # U_i = I_iᴬ S_i
     for j in range(n):
         s = tau[k + j]
         for b in range(6):
-            s -= MF[mi + S_ + 6 * j + b] * W[wi + PA_ + b]
+            s -= S[so + 6 * j + b] * W[wi + PA_ + b]
         W[wi + UU + j] = s                                          # u_i = τ_i − S_iᵀ p_iᴬ
         for l in range(n):
             s = 0.0
             for b in range(6):
-                s += MF[mi + S_ + 6 * j + b] * W[wi + U_ + 6 * l + b]
+                s += S[so + 6 * j + b] * W[wi + U_ + 6 * l + b]
             W[D + n * j + l] = s                                    # D_i = S_iᵀ U_i
     if not spd_inverse(W, D, n, W, wi + DINV):
         return False
@@ -204,6 +208,35 @@ def _articulate(MI, MF, W, i, tau):
         for j in range(n):
             s += W[UD + 6 * j + a] * W[wi + UU + j]
         W[wi + PA_ + a] += s                                        # (12p) p_iᴬ + I_iᵃ c_i + U_i D_i⁻¹ u_i
+    return True
+
+
+@inline
+def _articulate_1dof(S, so, W, wi, tau_i):
+    """:func:`_articulate` for a 1-DoF joint: ``U_i`` a 6-vector, ``D_i`` a scalar."""
+    matvec6(W, wi + IA_, S, so, W, wi + U_)                         # U_i = I_iᴬ s_i
+    d, u = 0.0, tau_i
+    for b in range(6):
+        d += S[so + b] * W[wi + U_ + b]                             # D_i = s_iᵀ U_i
+        u -= S[so + b] * W[wi + PA_ + b]                            # u_i = τ_i − s_iᵀ p_iᴬ
+    if not d > 0.0:
+        return False
+    dinv = 1.0 / d
+    W[wi + DINV] = dinv
+    W[wi + UU] = u
+    U0, U1, U2, U3, U4, U5 = W[wi + U_], W[wi + U_ + 1], W[wi + U_ + 2], W[wi + U_ + 3], W[wi + U_ + 4], W[wi + U_ + 5]
+    c0, c1, c2, c3, c4, c5 = W[wi + C_], W[wi + C_ + 1], W[wi + C_ + 2], W[wi + C_ + 3], W[wi + C_ + 4], W[wi + C_ + 5]
+    for a in range(6):
+        g = W[wi + U_ + a] * dinv
+        r = wi + IA_ + 6 * a
+        W[r] -= g * U0                                              # (12Iᵃ) I_iᴬ − U_i D_i⁻¹ U_iᵀ
+        W[r + 1] -= g * U1
+        W[r + 2] -= g * U2
+        W[r + 3] -= g * U3
+        W[r + 4] -= g * U4
+        W[r + 5] -= g * U5
+        W[wi + PA_ + a] += (W[r] * c0 + W[r + 1] * c1 + W[r + 2] * c2 + W[r + 3] * c3 + W[r + 4] * c4
+                            + W[r + 5] * c5 + g * u)                # (12p) p_iᴬ + I_iᵃ c_i + U_i D_i⁻¹ u_i
     return True
 
 
