@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spatial_jit import Xinv_motion, add_congruence, compose, inline, kernel
-from .tree_jit import (COL0, C_, DINV, DOFS, IA_, INERTIA, LEAF, MF_SIZE, PA_, PARENT, PBLK, S_, SUB_HI, SUB_LO, SW_,
-                       TMP, U_, V_, VIDX, W_SIZE, X_, _articulate, transforms)
+from .spatial_jit import inline, kernel
+from .tree_jit import (COL0, C_, DINV, DOFS, IA_, LEAF, PA_, PARENT, PBLK, SUB_HI, SUB_LO, SW_, U_, VIDX, W_SIZE,
+                       _articulate, transforms, world_quantities)
 
-O_ = V_                                                             # ⁱX_0 (12 floats) in the v, a slots
 #: Column indices are unsigned in the loops over columns: numba then skips its negative-index
 #: wrap-around, which otherwise keeps those loops from vectorising (about 6× slower).
 U64 = np.uint64
@@ -31,7 +30,10 @@ def minverse_kernel(MI, MF, W, q, F, P, zero, Minv):
     NB, nv = MI.shape[0], Minv.shape[0]
     transforms(MI, MF, W, q)                                        # first forward pass (lines 2–6)
     for i in range(NB):
-        _world(MI, MF, W, i)
+        world_quantities(MI, MF, W, i)
+        for b in range(6):
+            W[i * W_SIZE + C_ + b] = 0.0                            # no bias: c_i = p_iᴬ = 0
+            W[i * W_SIZE + PA_ + b] = 0.0
     for c in range(6 * nv):
         F[c] = 0.0
     for i in range(NB - 1, -1, -1):                                 # backward pass (lines 8–26)
@@ -45,30 +47,10 @@ def minverse_kernel(MI, MF, W, q, F, P, zero, Minv):
                 W[p * W_SIZE + IA_ + b] += W[wi + IA_ + b]
     for i in range(NB):                                             # second forward pass (lines 28–36)
         _minv_forward(MI, W, i, P, Minv)
-    for a in range(nv):                                             # mirror the upper triangle
+    for a in range(U64(nv)):                                        # mirror the upper triangle
         for b in range(a):
             Minv[a, b] = Minv[b, a]
     return -1
-
-
-@inline
-def _world(MI, MF, W, i):
-    """``ⁱX_0 = ⁱX_λ ᵖX_0``; ``S_i`` and ``I_iᴬ = I_i`` in world coordinates (``⁰X_i S_i``,
-    ``ⁱX_0ᵀ I_i ⁱX_0``); no bias (``c_i = p_iᴬ = 0``). Zeroes body i's rows of the upper triangle."""
-    p, n, wi, mi, nv = MI[i, PARENT], MI[i, DOFS], i * W_SIZE, i * MF_SIZE, MI.shape[0]
-    if p >= 0:
-        compose(W, wi + X_, W, p * W_SIZE + O_, W, wi + O_)
-    else:
-        for b in range(12):
-            W[wi + O_ + b] = W[wi + X_ + b]
-    for j in range(n):
-        Xinv_motion(W, wi + O_, MF, mi + S_ + 6 * j, W, wi + SW_ + 6 * j)
-    for b in range(36):
-        W[wi + IA_ + b] = 0.0
-    add_congruence(W, wi + O_, MF, mi + INERTIA, W, wi + IA_, W, wi + TMP)
-    for b in range(6):
-        W[wi + C_ + b] = 0.0
-        W[wi + PA_ + b] = 0.0
 
 
 @inline
@@ -80,7 +62,7 @@ def _minv_rows(MI, W, i, F, Minv):
     r0, r1, r2, r3, r4, r5 = _rows(nv)
     for j in range(n):
         row = U64(k + j)
-        for col in range(lo, hi):
+        for col in range(lo, U64(nv)):                              # the upper triangle of row k + j
             Minv[row, col] = 0.0
         for l in range(n):                                          # −D_i⁻¹ S_iᵀ, row j
             g = -W[wi + DINV + n * j + l]

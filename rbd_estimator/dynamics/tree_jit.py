@@ -13,7 +13,8 @@ compiled loops over the bodies, allocating nothing. :class:`~.data.DynamicsData`
   (6 × 6, kg, kg·m, kg·m²);
 * ``W`` (flat, ``W_SIZE`` floats per body from ``i · W_SIZE``), per body work: ``ⁱX_λ = plux(E, r)``,
   ``v_i``, ``a_i``, ``f_i``, ``c_i``, ``I_iᴬ`` (or ``I_iᶜ``), ``p_iᴬ``, ``U_i`` (or ``F``;
-  column-major), ``D_i⁻¹``, ``u_i``, scratch, and ``S_i`` in world coordinates (M⁻¹ only).
+  column-major), ``D_i⁻¹``, ``u_i``, scratch; for the passes in world coordinates (CRBA, M⁻¹)
+  ``ⁱX_0`` and ``S_i`` in world coordinates.
 
 Operands are ``(array, offset)`` pairs (see :mod:`.spatial_jit`); ``wi``/``wp`` are the offsets of
 body i's and its parent's work, ``mi`` that of body i's constants.
@@ -23,7 +24,7 @@ Body coordinates, Featherstone order (motion ``[ω; v]``, force ``[n; f]``); ``a
 from __future__ import annotations
 
 from .ltl_jit import ltdl_kernel, solve_L_kernel, solve_Lt_kernel
-from .spatial_jit import (inline, kernel, X_motion, add_congruence, add_force_cross, add_XT_force, joint_transform, matvec6,
+from .spatial_jit import (inline, kernel, X_motion, Xinv_motion, compose, add_congruence, add_force_cross, add_XT_force, joint_transform, matvec6,
                           motion_cross, spd_inverse)
 
 # columns of MI
@@ -32,6 +33,7 @@ PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF, PBLK, MI_SIZE = ran
 S_, AXIS, ET, RT, INERTIA, MF_SIZE = 0, 36, 39, 48, 51, 87
 # offsets in a body's W block (X_ holds E then r)
 X_, V_, A_, F_, C_, IA_, PA_, U_, DINV, UU, TMP, TMP2, SW_, W_SIZE = 0, 12, 18, 24, 30, 36, 72, 78, 114, 150, 156, 192, 228, 264
+O_ = V_                     # ⁱX_0 (12 floats) in the v, a slots, for the world-coordinate passes
 
 
 @kernel
@@ -240,6 +242,24 @@ def _articulate_1dof(S, so, W, wi, tau_i):
     return True
 
 
+@inline
+def world_quantities(MI, MF, W, i):
+    """``ⁱX_0 = ⁱX_λ ᵖX_0`` (12 floats at ``O_``), ``S_i`` (at ``SW_``) and ``I_i`` (at ``IA_``) in
+    world coordinates: ``⁰X_i S_i`` and ``ⁱX_0ᵀ I_i ⁱX_0``. Between world coordinates every spatial
+    transform is the identity, as in pinocchio's ``crba`` and ``computeMinverse``."""
+    p, n, wi, mi = MI[i, PARENT], MI[i, DOFS], i * W_SIZE, i * MF_SIZE
+    if p >= 0:
+        compose(W, wi + X_, W, p * W_SIZE + O_, W, wi + O_)
+    else:
+        for b in range(12):
+            W[wi + O_ + b] = W[wi + X_ + b]
+    for j in range(n):
+        Xinv_motion(W, wi + O_, MF, mi + S_ + 6 * j, W, wi + SW_ + 6 * j)
+    for b in range(36):
+        W[wi + IA_ + b] = 0.0
+    add_congruence(W, wi + O_, MF, mi + INERTIA, W, wi + IA_, W, wi + TMP)
+
+
 @kernel
 def crba_kernel(MI, MF, W, q, H):
     """``H(q)`` (Featherstone eq. 5) into ``H`` (nv × nv): only the blocks ``H_ji``, ``j ∈ anc(i)``,
@@ -250,40 +270,36 @@ def crba_kernel(MI, MF, W, q, H):
 
 @kernel
 def crba_passes(MI, MF, W, H):
-    """The CRBA's pass on the transforms already in ``W`` (the ``IA_`` slots hold ``I_iᶜ``)."""
+    """The CRBA on the transforms already in ``W``, in world coordinates: ``I_iᶜ`` accumulates
+    without transforms (``I_λᶜ += I_iᶜ``) and ``H_ji = S_jᵀ F`` with ``F = I_iᶜ S_i`` for every
+    ancestor j, ``F`` unchanged along the walk (``ᵖX*_j`` is the identity)."""
     NB = MI.shape[0]
     for i in range(NB):
-        for b in range(36):
-            W[i * W_SIZE + IA_ + b] = MF[i * MF_SIZE + INERTIA + b]  # I_iᶜ = I_i
+        world_quantities(MI, MF, W, i)                              # I_iᶜ = I_i (world coordinates)
     for i in range(NB - 1, -1, -1):                                 # i = n … 1
-        p, n, k, wi, mi = MI[i, PARENT], MI[i, DOFS], MI[i, VIDX], i * W_SIZE, i * MF_SIZE
-        if p >= 0:                                                  # I_λᶜ += ᵖX*_i I_iᶜ ⁱX_λ
-            add_congruence(W, wi + X_, W, wi + IA_, W, p * W_SIZE + IA_, W, wi + TMP)
+        p, n, k, wi = MI[i, PARENT], MI[i, DOFS], MI[i, VIDX], i * W_SIZE
+        if p >= 0:                                                  # I_λᶜ += I_iᶜ
+            for b in range(36):
+                W[p * W_SIZE + IA_ + b] += W[wi + IA_ + b]
         F = wi + U_                                                 # F (6 × n, column-major)
         for j in range(n):
-            matvec6(W, wi + IA_, MF, mi + S_ + 6 * j, W, F + 6 * j)  # F = I_iᶜ S_i
-        _H_block(MF, mi, n, k, W, F, n, k, H)                       # H_ii = S_iᵀ F
+            matvec6(W, wi + IA_, W, wi + SW_ + 6 * j, W, F + 6 * j)  # F = I_iᶜ S_i
         j = i
-        while n and MI[j, PARENT] >= 0:
-            for l in range(n):                                      # F = ᵖX*_j F
-                for b in range(6):
-                    W[wi + TMP + b] = 0.0
-                add_XT_force(W, j * W_SIZE + X_, W, F + 6 * l, W, wi + TMP)
-                for b in range(6):
-                    W[F + 6 * l + b] = W[wi + TMP + b]
-            j = MI[j, PARENT]
+        while n and j >= 0:
             if MI[j, DOFS]:                                         # H_ji = S_jᵀ F, H_ij = H_jiᵀ
-                _H_block(MF, j * MF_SIZE, MI[j, DOFS], MI[j, VIDX], W, F, n, k, H)
+                _H_block(W, j * W_SIZE + SW_, MI[j, DOFS], MI[j, VIDX], W, F, n, k, H)
+            j = MI[j, PARENT]
 
 
 @inline
-def _H_block(MF, mj, nj, kj, W, F, n, k, H):
-    """``H[kj:kj+nj, k:k+n] = S_jᵀ F`` and its transpose (``F = W[F:F+6n]``, column-major)."""
+def _H_block(S, so, nj, kj, W, F, n, k, H):
+    """``H[kj:kj+nj, k:k+n] = S_jᵀ F`` and its transpose (``S_j = S[so:]``, ``F = W[F:F+6n]``,
+    both column-major)."""
     for a in range(nj):
         for b in range(n):
             s = 0.0
             for c in range(6):
-                s += MF[mj + S_ + 6 * a + c] * W[F + 6 * b + c]
+                s += S[so + 6 * a + c] * W[F + 6 * b + c]
             H[kj + a, k + b] = s
             H[k + b, kj + a] = s
 
