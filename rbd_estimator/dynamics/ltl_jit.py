@@ -1,6 +1,7 @@
 """Compiled sparse LTL / LTDL factorisations and the four kernels (Featherstone 2005, §2, App. A).
 
-The loops of the readable :mod:`.ltl`, line for line, in place and allocation-free. ``lam`` is the
+The loops of the readable :mod:`.ltl`, in place and allocation-free: the factorisations are the
+reference's own loops compiled; the kernels run over the columns of a 2-D ``x``. ``lam`` is the
 0-based (expanded) parent array (``-1``: no parent); ``x`` is always 2-D here (a vector is passed
 as an ``(n, 1)`` view), its rows indexed by the tree. The factorisations return ``-1`` or the row
 of the first pivot that is not positive; :func:`bad_parent` checks eq. 2 beforehand.
@@ -24,43 +25,9 @@ def bad_parent(lam, n):
     return -1
 
 
-@kernel
-def ltl_kernel(A, lam):
-    """``A = LᵀL`` in situ (§2 listing); ``L`` in the lower triangle."""
-    for k in range(A.shape[0] - 1, -1, -1):                         # k = n … 1
-        if not A[k, k] > 0.0:
-            return k
-        A[k, k] = np.sqrt(A[k, k])                                  # H_kk = √H_kk
-        j = lam[k]
-        while j >= 0:
-            A[k, j] /= A[k, k]                                      # H_kj = H_kj / H_kk
-            j = lam[j]
-        i = lam[k]
-        while i >= 0:
-            j = i
-            while j >= 0:
-                A[i, j] -= A[k, i] * A[k, j]                        # H_ij = H_ij − H_ki H_kj
-                j = lam[j]
-            i = lam[i]
-    return -1
-
-
-@kernel
-def ltdl_kernel(A, lam):
-    """``A = LᵀDL`` in situ (App. A); ``D`` on the diagonal, unit ``L`` strictly below."""
-    for k in range(A.shape[0] - 1, -1, -1):                         # k = n … 1
-        if not A[k, k] > 0.0:
-            return k
-        i = lam[k]
-        while i >= 0:
-            a = A[k, i] / A[k, k]                                   # a = A_ki / A_kk
-            j = i
-            while j >= 0:
-                A[i, j] -= A[k, j] * a                              # A_ij = A_ij − A_kj a
-                j = lam[j]
-            A[k, i] = a                                             # A_ki = a
-            i = lam[i]
-    return -1
+#: ``A = LᵀL`` and ``A = LᵀDL`` in situ: the reference's loops (§2 listing, App. A), compiled.
+ltl_kernel = kernel(_ref.ltl_loops)
+ltdl_kernel = kernel(_ref.ltdl_loops)
 
 
 @kernel

@@ -120,6 +120,13 @@ def _minv_forward(MI, W, i, P, Minv):
                                            + u3 * P[sp + r3 + col] + u4 * P[sp + r4 + col] + u5 * P[sp + r5 + col])
     if MI[i, LEAF]:
         return
+    if n == 1 and p >= 0:                                           # (32), (34) for a 1-DoF joint
+        row = U64(k)
+        for b in range(6):
+            rb, sb = U64(b) * U64(nv), W[wi + SW_ + b]
+            for col in range(c0, cn):
+                P[d + rb + col] = P[sp + rb + col] + sb * Minv[row, col]
+        return
     for b in range(6):                                              # (32), (34)
         rb = U64(b) * U64(nv)
         if p >= 0:
