@@ -150,7 +150,7 @@ def featherstone(calls: int) -> list[dict]:
             return pin.cholesky.solve(pm, pd, taup - pd.nle)
         t_paba, t_pfd = paired_median_us(lambda: pin.aba(pm, pd, qp, vp, taup), pin_fd, calls)
         c = cost(m)
-        out.append(dict(model=name, nv=m.nv, aba=t_aba, fd=t_fd, pin_aba=t_paba, pin_fd=t_pfd,
+        out.append(dict(model=name, nv=m.nv, aba=t_aba, fd=t_fd, pin_aba=t_paba, pin_fd=t_pfd, fd_ops=sum(c.fd_crba),
                         cost=sum(c.fd_crba) / sum(c.aba), paper={"humanoid": 1.15, "chain": 2.6}[name]))
     return out
 
@@ -217,6 +217,9 @@ def papers(out_dir: str, calls: int) -> None:
     for r in F:
         print(f"{r['model']:<10}{r['aba']:>8.2f}{r['fd']:>14.2f}{r['fd'] / r['aba']:>7.2f}{r['cost']:>8.2f}"
               f"{r['paper']:>7.2f}{r['pin_aba']:>9.2f}{r['pin_fd']:>15.2f}{r['pin_fd'] / r['pin_aba']:>10.2f}")
+    hum, chain = F
+    print(f"CRBA + LTDL, chain over humanoid: ours {chain['fd'] / hum['fd']:.2f}, pinocchio "
+          f"{chain['pin_fd'] / hum['pin_fd']:.2f}, cost() {chain['fd_ops'] / hum['fd_ops']:.2f}, paper 2.18 (a = m)")
     fig, ax = plt.subplots(figsize=(6, 3.5))
     labels = ["paper (ops)", "cost() (ops)", "ours (time)", "pinocchio (time)"]
     for k, r in enumerate(F):

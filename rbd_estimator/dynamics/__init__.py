@@ -13,14 +13,10 @@ from .ce_aba import ce_aba
 from .ce_rnea import ce_crba, ce_rnea
 from .data import DynamicsData, dynamics_data
 from .ltl_jit import ltdl, ltdl_inplace, ltl, ltl_inplace, mul_L, mul_Lt, solve_L, solve_Lt
-from .mimic import mimic_crba, mimic_forward, mimic_minverse, mimic_rnea
 
 # Mimic joints (URDF <mimic>): the public names also take pinocchio's mimic layout (see .mimic).
-rnea = mimic_rnea(_data.rnea)
-crba = mimic_crba(_data.crba)
-minverse = mimic_minverse(_data.minverse, _data.crba)
-aba = mimic_forward(_data.aba, _data.rnea, _data.crba)
-forward_dynamics_ltdl = mimic_forward(_data.forward_dynamics_ltdl, _data.rnea, _data.crba)
+rnea, aba, crba, minverse = _data.rnea, _data.aba, _data.crba, _data.minverse
+forward_dynamics_ltdl = _data.forward_dynamics_ltdl
 
 __all__ = ["rnea", "aba", "crba", "ltl", "ltdl", "ltl_inplace", "ltdl_inplace",
            "mul_L", "mul_Lt", "solve_L", "solve_Lt", "forward_dynamics_ltdl", "minverse",

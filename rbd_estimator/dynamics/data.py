@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.mimic import mimic_map
 from ..model.robot_model import RobotModel
 from .kinematics import external_forces, gravity_acceleration, motion_subspace
+from .mimic import mimic_crba, mimic_forward, mimic_minverse, mimic_rnea
 from .minverse_jit import minverse_kernel
 from .tree_jit import (AXIS, COL0, DOFS, ET, INERTIA, JTYPE, LEAF, MF_SIZE, MI_SIZE, PARENT, PBLK, QIDX, RT, S_, SUB_HI,
                        SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel, forward_dynamics_ltdl_kernel, rnea_kernel)
@@ -51,6 +53,8 @@ class DynamicsData:
             MF[i, ET:ET + 9] = np.asarray(m.E_tree[i]).reshape(-1)
             MF[i, RT:RT + 3] = m.r_tree[i]
             MF[i, INERTIA:INERTIA + 36] = np.asarray(m.inertias[i]).reshape(-1)
+        self.mimic = mimic_map(m)
+        self._nq, self._nv = (m.nq,), (nv,)
         self.a0 = gravity_acceleration(m)
         self.lam = np.ascontiguousarray(m.expanded_parents, dtype=np.int64)
         self.W = np.zeros(NB * W_SIZE)
@@ -100,9 +104,13 @@ class DynamicsData:
 
     # ------------------------------------------------------------------ argument checks
     def _q(self, q) -> np.ndarray:
+        if type(q) is np.ndarray and q.shape == self._nq and q.dtype == _F64 and q.flags.c_contiguous:
+            return q
         return _vector(q, self.model.nq, "q", self.model)
 
     def _v(self, x, what: str) -> np.ndarray:
+        if type(x) is np.ndarray and x.shape == self._nv and x.dtype == _F64 and x.flags.c_contiguous:
+            return x
         return _vector(x, self.model.nv, what, self.model)
 
     def _forces(self, f_ext) -> np.ndarray:
@@ -168,15 +176,36 @@ def dynamics_data(model: RobotModel) -> DynamicsData:
     return d
 
 
+def _shared(model: RobotModel, q) -> DynamicsData | None:
+    """The model's :class:`DynamicsData`, or None when ``q`` is in the independent layout of a
+    model with mimic joints (then :mod:`.mimic` maps the call onto the tree's layout)."""
+    d = model.__dict__.get("_dynamics_data") or dynamics_data(model)
+    return d if d.mimic is None or np.shape(q) != (d.mimic.nq,) else None
+
+
+def _tree(method: str):
+    """``DynamicsData.<method>`` on the tree's layout, returning a copy (for :mod:`.mimic`)."""
+    return lambda model, *args: getattr(dynamics_data(model), method)(*args).copy()
+
+
+_mimic_rnea = mimic_rnea(_tree("rnea"))
+_mimic_crba = mimic_crba(_tree("crba"))
+_mimic_minverse = mimic_minverse(_tree("minverse"), _tree("crba"))
+_mimic_aba = mimic_forward(_tree("aba"), _tree("rnea"), _tree("crba"))
+_mimic_fd = mimic_forward(_tree("forward_dynamics_ltdl"), _tree("rnea"), _tree("crba"))
+
+
 def rnea(model: RobotModel, q, dq, ddq, f_ext=None) -> np.ndarray:
     """Inverse dynamics ``τ = InvD(model, q, q̇, q̈, f^x)`` (Nori eq. 6), compiled.
 
-    ``q``, ``dq``, ``ddq`` in pinocchio's layout (see :class:`RobotModel`); ``f_ext`` maps a link or
-    frame name to the wrench ``[fx, fy, fz, tx, ty, tz]`` (N, N·m) acting on it, expressed in that
-    frame. Returns a new ``τ`` (nv,): N·m or N per joint; for a floating base the first six entries
-    are the base wrench ``[f; n]`` in base coordinates. Reference: :func:`.reference.rnea`.
+    ``q``, ``dq``, ``ddq`` in pinocchio's layout (see :class:`RobotModel`; with mimic joints also
+    pinocchio's mimic layout, see :mod:`.mimic`); ``f_ext`` maps a link or frame name to the wrench
+    ``[fx, fy, fz, tx, ty, tz]`` (N, N·m) acting on it, expressed in that frame. Returns a new ``τ``
+    (nv,): N·m or N per joint; for a floating base the first six entries are the base wrench
+    ``[f; n]`` in base coordinates. Reference: :func:`.reference.rnea`.
     """
-    return dynamics_data(model).rnea(q, dq, ddq, f_ext).copy()
+    d = _shared(model, q)
+    return d.rnea(q, dq, ddq, f_ext).copy() if d is not None else _mimic_rnea(model, q, dq, ddq, f_ext)
 
 
 def aba(model: RobotModel, q, dq, tau, f_ext=None) -> np.ndarray:
@@ -186,24 +215,28 @@ def aba(model: RobotModel, q, dq, tau, f_ext=None) -> np.ndarray:
     or m/s²; for a floating base the first six entries are ``[v̇_lin; ω̇]`` in base coordinates, as
     pinocchio's ``aba``. Reference: :func:`.reference.aba`.
     """
-    return dynamics_data(model).aba(q, dq, tau, f_ext).copy()
+    d = _shared(model, q)
+    return d.aba(q, dq, tau, f_ext).copy() if d is not None else _mimic_aba(model, q, dq, tau, f_ext)
 
 
 def crba(model: RobotModel, q) -> np.ndarray:
     """Joint-space inertia matrix ``H(q)`` (Featherstone eq. 5), compiled: a new nv × nv array,
     exactly symmetric, kg·m² / kg, rows in ``v`` order; branch-induced zeros (eq. 6) are exact
     zeros. Reference: :func:`.reference.crba`."""
-    return dynamics_data(model).crba(q).copy()
+    d = _shared(model, q)
+    return d.crba(q).copy() if d is not None else _mimic_crba(model, q)
 
 
 def minverse(model: RobotModel, q) -> np.ndarray:
     """``H(q)⁻¹`` (nv × nv, exactly symmetric) by Carpentier's Algorithm 1, compiled; equals
     pinocchio's ``computeMinverse`` with its lower triangle filled. Reference:
     :func:`.reference.minverse`."""
-    return dynamics_data(model).minverse(q).copy()
+    d = _shared(model, q)
+    return d.minverse(q).copy() if d is not None else _mimic_minverse(model, q)
 
 
 def forward_dynamics_ltdl(model: RobotModel, q, dq, tau, f_ext=None) -> np.ndarray:
     """``q̈`` (nv,) from ``H q̈ = τ − C`` by CRBA + RNEA + sparse LTDL (Featherstone eq. 1), compiled;
     same inputs, units and result as :func:`aba`. Reference: :func:`.reference.forward_dynamics_ltdl`."""
-    return dynamics_data(model).forward_dynamics_ltdl(q, dq, tau, f_ext).copy()
+    d = _shared(model, q)
+    return d.forward_dynamics_ltdl(q, dq, tau, f_ext).copy() if d is not None else _mimic_fd(model, q, dq, tau, f_ext)
