@@ -14,11 +14,12 @@ import numpy as np
 
 from ..model.mimic import mimic_map
 from ..model.robot_model import RobotModel
+from ..spatial import skew
 from .kinematics import external_forces, gravity_acceleration, motion_subspace
 from .mimic import mimic_crba, mimic_forward, mimic_minverse, mimic_rnea
 from .minverse_jit import minverse_kernel
-from .tree_jit import (AXIS, COL0, DOFS, ET, INERTIA, JTYPE, LEAF, MF_SIZE, MI_SIZE, PARENT, PBLK, QIDX, RT, S_, SUB_HI,
-                       SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel, forward_dynamics_ltdl_kernel, rnea_kernel)
+from .tree_jit import (AXIS, COL0, COM, DOFS, ET, ICOM, INERTIA, JTYPE, LEAF, MASS, MF_SIZE, MI_SIZE, PARENT, PBLK, QIDX,
+                       RIGID, RT, S_, SUB_HI, SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel, forward_dynamics_ltdl_kernel, rnea_kernel)
 
 _F64 = np.dtype(np.float64)
 
@@ -53,6 +54,7 @@ class DynamicsData:
             MF[i, ET:ET + 9] = np.asarray(m.E_tree[i]).reshape(-1)
             MF[i, RT:RT + 3] = m.r_tree[i]
             MF[i, INERTIA:INERTIA + 36] = np.asarray(m.inertias[i]).reshape(-1)
+            self.MI[i, RIGID] = _rigid_body_form(np.asarray(m.inertias[i], dtype=float), MF[i])
         self.mimic = mimic_map(m)
         self._nq, self._nv = (m.nq,), (nv,)
         self.a0 = gravity_acceleration(m)
@@ -128,6 +130,24 @@ class DynamicsData:
             raise np.linalg.LinAlgError(
                 f"joint '{self.model.body_joint_names[body]}': S_iᵀ I_iᴬ S_i is not positive definite "
                 "(the subtree below it has no inertia along the joint's motion)")
+
+
+def _rigid_body_form(I: np.ndarray, mf: np.ndarray) -> bool:
+    """Write ``m``, ``c`` and ``Ī_c`` of a spatial inertia of the rigid-body form of Featherstone
+    eq. 2.63, ``I = [[Ī_c + m c× c×ᵀ, m c×], [m c×ᵀ, m 1]]``, into the body's ``MF`` block; False
+    (and nothing written) when ``I`` does not have that form to 1e-12 relative."""
+    m = I[3, 3]
+    h = np.array([I[2, 4], I[0, 5], I[1, 3]])                       # m c from m c×
+    c = h / m if m > 0 else np.zeros(3)
+    cx = skew(c)
+    Ic = I[:3, :3] - m * cx @ cx.T
+    back = np.block([[Ic + m * cx @ cx.T, m * cx], [m * cx.T, m * np.eye(3)]])
+    if not np.max(np.abs(back - I)) <= 1e-12 * max(1.0, np.max(np.abs(I))):
+        return False
+    mf[MASS], mf[COM:COM + 3] = m, c
+    for a in range(3):
+        mf[ICOM + 6 * a:ICOM + 6 * a + 3] = Ic[a]
+    return True
 
 
 def _vector(x, n: int, what: str, model: RobotModel) -> np.ndarray:

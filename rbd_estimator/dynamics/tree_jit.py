@@ -6,8 +6,10 @@ compiled loops over the bodies, allocating nothing. :class:`~.data.DynamicsData`
 
 * ``MI`` (NB × ``MI_SIZE``, int64), per body: parent λ(i) (−1: fixed base), joint type, index in
   ``q``, index in ``v``, n_i (0, 1 or 6), first and end ``v`` index of the subtree ν(i), the first
-  column of body i's rows in the upper triangle of M⁻¹, whether it is a leaf, and the body whose
-  motion set it shares (itself, or for a 0-DoF body its parent's; see :mod:`.minverse_jit`);
+  column of body i's rows in the upper triangle of M⁻¹, whether it is a leaf, the body whose
+  motion set it shares (itself, or for a 0-DoF body its parent's; see :mod:`.minverse_jit`), and
+  whether ``I_i`` has the rigid-body form of Featherstone eq. 2.63 (then ``MASS``, ``COM``, ``ICOM``
+  hold ``m``, ``c`` and ``Ī_c``, and moving it to world coordinates needs no 6 × 6 congruence);
 * ``MF`` (flat, ``MF_SIZE`` floats per body from ``i · MF_SIZE``): ``S_i`` (6 × 6, column-major,
   n_i columns used), joint axis, ``X_T(i) = plux(E_T, r_T)`` and the spatial inertia ``I_i``
   (6 × 6, kg, kg·m, kg·m²);
@@ -24,13 +26,13 @@ Body coordinates, Featherstone order (motion ``[ω; v]``, force ``[n; f]``); ``a
 from __future__ import annotations
 
 from .ltl_jit import ltdl_kernel, solve_L_kernel, solve_Lt_kernel
-from .spatial_jit import (inline, kernel, X_motion, Xinv_motion, compose, add_congruence, add_force_cross, add_XT_force, joint_transform, matvec6,
+from .spatial_jit import (_rotate_block, inline, kernel, X_motion, Xinv_motion, compose, add_congruence, add_force_cross, add_XT_force, joint_transform, matvec6,
                           motion_cross, spd_inverse)
 
 # columns of MI
-PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF, PBLK, MI_SIZE = range(11)
+PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF, PBLK, RIGID, MI_SIZE = range(12)
 # offsets in a body's MF block
-S_, AXIS, ET, RT, INERTIA, MF_SIZE = 0, 36, 39, 48, 51, 87
+S_, AXIS, ET, RT, INERTIA, MASS, COM, ICOM, MF_SIZE = 0, 36, 39, 48, 51, 87, 88, 91, 106   # Ī_c: stride 6
 # offsets in a body's W block (X_ holds E then r)
 X_, V_, A_, F_, C_, IA_, PA_, U_, DINV, UU, TMP, TMP2, SW_, W_SIZE = 0, 12, 18, 24, 30, 36, 72, 78, 114, 150, 156, 192, 228, 264
 O_ = V_                     # ⁱX_0 (12 floats) in the v, a slots, for the world-coordinate passes
@@ -255,9 +257,38 @@ def world_quantities(MI, MF, W, i):
             W[wi + O_ + b] = W[wi + X_ + b]
     for j in range(n):
         Xinv_motion(W, wi + O_, MF, mi + S_ + 6 * j, W, wi + SW_ + 6 * j)
+    if MI[i, RIGID]:
+        _rigid_inertia_world(MF, mi, W, wi + O_, wi + IA_, wi + TMP)
+        return
     for b in range(36):
         W[wi + IA_ + b] = 0.0
     add_congruence(W, wi + O_, MF, mi + INERTIA, W, wi + IA_, W, wi + TMP)
+
+
+@inline
+def _rigid_inertia_world(MF, mi, W, t, u, s):
+    """``W[u:u+36] = Xᵀ I_i X`` for a rigid-body inertia (eq. 2.63) and ``X = ⁱX_0 = W[t:t+12]``:
+    the same body with ``c_w = r + Eᵀ c`` and ``Ī_w = Eᵀ Ī_c E``, i.e.
+    ``[[Ī_w + m c_w× c_w×ᵀ, m c_w×], [m c_w×ᵀ, m 1]]``. ``W[s:s+18]``: work."""
+    m, c = MF[mi + MASS], mi + COM
+    w0 = W[t + 9] + W[t] * MF[c] + W[t + 3] * MF[c + 1] + W[t + 6] * MF[c + 2]
+    w1 = W[t + 10] + W[t + 1] * MF[c] + W[t + 4] * MF[c + 1] + W[t + 7] * MF[c + 2]
+    w2 = W[t + 11] + W[t + 2] * MF[c] + W[t + 5] * MF[c + 1] + W[t + 8] * MF[c + 2]
+    _rotate_block(W, t, MF, mi + ICOM, W, s, s + 9)                 # Ī_w
+    n2 = w0 * w0 + w1 * w1 + w2 * w2                                # c× c×ᵀ = |c|² 1 − c cᵀ
+    for a in range(3):
+        wa = w0 if a == 0 else (w1 if a == 1 else w2)
+        for b in range(3):
+            wb = w0 if b == 0 else (w1 if b == 1 else w2)
+            W[u + 6 * a + b] = W[s + 3 * a + b] + m * ((n2 if a == b else 0.0) - wa * wb)
+            W[u + 6 * (3 + a) + 3 + b] = m if a == b else 0.0
+    h0, h1, h2 = m * w0, m * w1, m * w2                             # m c_w× and its transpose
+    W[u + 3], W[u + 4], W[u + 5] = 0.0, -h2, h1
+    W[u + 9], W[u + 10], W[u + 11] = h2, 0.0, -h0
+    W[u + 15], W[u + 16], W[u + 17] = -h1, h0, 0.0
+    W[u + 18], W[u + 19], W[u + 20] = 0.0, h2, -h1
+    W[u + 24], W[u + 25], W[u + 26] = -h2, 0.0, h0
+    W[u + 30], W[u + 31], W[u + 32] = h1, -h0, 0.0
 
 
 @kernel
