@@ -218,3 +218,21 @@ def test_compiled_kernels_allocate_nothing_but_argument_boxing():
     assert len(rows) == 12, res.stdout
     for name, kernel, nothing in rows:
         assert int(kernel) == int(nothing), (name, kernel, nothing)
+
+
+def test_inertias_without_the_rigid_body_form_take_the_general_congruence():
+    """A spatial inertia that no rigid body has (lower-right block not ``m 1``) is moved to world
+    coordinates by the general 6 × 6 congruence: CRBA and M⁻¹ still equal the references."""
+    from rbd_estimator.dynamics.tree_jit import RIGID
+    m = RobotModel.from_urdf(urdf_xml("g1"), floating_base=True)
+    rng = np.random.default_rng(3)
+    for i in (3, 10):
+        P = rng.normal(scale=0.05, size=(6, 6))
+        m.inertias[i] += P @ P.T                                    # still SPD, no longer rigid
+    d = DynamicsData(m)
+    assert list(np.flatnonzero(d.MI[:, RIGID] == 0)) == [3, 10]
+    for _ in range(5):
+        q = m.random_configuration(rng)
+        H = ref.crba(m, q)
+        assert rel_err(d.crba(q), H) <= TOL
+        assert rel_err(d.minverse(q), ref.minverse(m, q)) <= inv_tol(H, TOL)
