@@ -18,8 +18,9 @@ from ..spatial import skew
 from .kinematics import external_forces, gravity_acceleration, motion_subspace
 from .mimic import mimic_crba, mimic_forward, mimic_minverse, mimic_rnea
 from .minverse_jit import minverse_kernel
-from .tree_jit import (AXIS, COL0, COM, DOFS, ET, ICOM, INERTIA, JTYPE, LEAF, MASS, MF_SIZE, MI_SIZE, PARENT, PBLK, QIDX,
-                       RIGID, RT, S_, SUB_HI, SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel, forward_dynamics_ltdl_kernel, rnea_kernel)
+from .tree_jit import (AXIS, COL0, COM, DOFS, ET, ICOM, INERTIA, JTYPE, LEAF, MASS, MF_SIZE, MI_SIZE, PARENT, PBLK,
+                       QIDX, RIGID, RT, S_, SUB_HI, SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel,
+                       forward_dynamics_ltdl_kernel, rnea_kernel)
 
 _F64 = np.dtype(np.float64)
 

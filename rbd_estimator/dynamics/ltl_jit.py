@@ -157,4 +157,5 @@ def solve_Lt(L: np.ndarray, lam, x, unit: bool = False) -> np.ndarray:
 
 
 for _f in (ltl_inplace, ltdl_inplace, ltl, ltdl, mul_L, mul_Lt, solve_L, solve_Lt):
-    _f.__doc__ = getattr(_ref, _f.__name__).__doc__ + "\n\n    Compiled; reference: :mod:`rbd_estimator.dynamics.reference`."
+    _f.__doc__ = (getattr(_ref, _f.__name__).__doc__
+                  + "\n\n    Compiled; reference: :mod:`rbd_estimator.dynamics.reference`.")

@@ -100,7 +100,8 @@ def compose(T, t, U, v, out, u):
     ``plux(E₁, r₁) plux(E₂, r₂) = plux(E₁ E₂, r₂ + E₂ᵀ r₁)``."""
     for a in range(3):
         for b in range(3):
-            out[u + 3 * a + b] = T[t + 3 * a] * U[v + b] + T[t + 3 * a + 1] * U[v + 3 + b] + T[t + 3 * a + 2] * U[v + 6 + b]
+            out[u + 3 * a + b] = (T[t + 3 * a] * U[v + b] + T[t + 3 * a + 1] * U[v + 3 + b]
+                                  + T[t + 3 * a + 2] * U[v + 6 + b])
         out[u + 9 + a] = U[v + 9 + a] + U[v + a] * T[t + 9] + U[v + 3 + a] * T[t + 10] + U[v + 6 + a] * T[t + 11]
 
 
@@ -159,7 +160,7 @@ def matvec6(M, o, x, p, out, u):
 
 
 @inline
-def _rotate_block(T, t, I, o, tmp, u, s):
+def rotate_block(T, t, I, o, tmp, u, s):
     """``tmp[u:u+9] = Eᵀ Y E`` for the 3 × 3 block ``Y`` of the 6 × 6 ``I`` at ``I[o]`` (stride 6);
     ``tmp[s:s+9]``: work."""
     for a in range(3):                                # Y E
@@ -180,9 +181,9 @@ def add_congruence(T, t, I, o, out, u, tmp, w):
     ``(r× Y)[:, b] = r × Y[:, b]`` and ``(Y r×)[a, :] = −r × Y[a, :]``. ``tmp[w:w+45]``: work."""
     r0, r1, r2 = T[t + 9], T[t + 10], T[t + 11]
     A, B, M, Bp = w, w + 9, w + 18, w + 27
-    _rotate_block(T, t, I, o, tmp, A, w + 36)         # A (upper left block)
-    _rotate_block(T, t, I, o + 3, tmp, B, w + 36)     # B (upper right)
-    _rotate_block(T, t, I, o + 21, tmp, M, w + 36)    # M (lower right)
+    rotate_block(T, t, I, o, tmp, A, w + 36)         # A (upper left block)
+    rotate_block(T, t, I, o + 3, tmp, B, w + 36)     # B (upper right)
+    rotate_block(T, t, I, o + 21, tmp, M, w + 36)    # M (lower right)
     for b in range(3):                                # B' = B + r× M, column by column
         m0, m1, m2 = tmp[M + b], tmp[M + 3 + b], tmp[M + 6 + b]
         tmp[Bp + b] = tmp[B + b] + r1 * m2 - r2 * m1

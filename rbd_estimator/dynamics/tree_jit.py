@@ -26,15 +26,16 @@ Body coordinates, Featherstone order (motion ``[ω; v]``, force ``[n; f]``); ``a
 from __future__ import annotations
 
 from .ltl_jit import ltdl_kernel, solve_L_kernel, solve_Lt_kernel
-from .spatial_jit import (_rotate_block, inline, kernel, X_motion, Xinv_motion, compose, add_congruence, add_force_cross, add_XT_force, joint_transform, matvec6,
-                          motion_cross, spd_inverse)
+from .spatial_jit import (X_motion, Xinv_motion, add_congruence, add_force_cross, add_XT_force, compose, inline,
+                          joint_transform, kernel, matvec6, motion_cross, rotate_block, spd_inverse)
 
 # columns of MI
 PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF, PBLK, RIGID, MI_SIZE = range(12)
 # offsets in a body's MF block
 S_, AXIS, ET, RT, INERTIA, MASS, COM, ICOM, MF_SIZE = 0, 36, 39, 48, 51, 87, 88, 91, 106   # Ī_c: stride 6
 # offsets in a body's W block (X_ holds E then r)
-X_, V_, A_, F_, C_, IA_, PA_, U_, DINV, UU, TMP, TMP2, SW_, W_SIZE = 0, 12, 18, 24, 30, 36, 72, 78, 114, 150, 156, 192, 228, 264
+X_, V_, A_, F_, C_, IA_, PA_, U_, DINV, UU, TMP, TMP2, SW_ = 0, 12, 18, 24, 30, 36, 72, 78, 114, 150, 156, 192, 228
+W_SIZE = 264
 O_ = V_                     # ⁱX_0 (12 floats) in the v, a slots, for the world-coordinate passes
 
 
@@ -274,7 +275,7 @@ def _rigid_inertia_world(MF, mi, W, t, u, s):
     w0 = W[t + 9] + W[t] * MF[c] + W[t + 3] * MF[c + 1] + W[t + 6] * MF[c + 2]
     w1 = W[t + 10] + W[t + 1] * MF[c] + W[t + 4] * MF[c + 1] + W[t + 7] * MF[c + 2]
     w2 = W[t + 11] + W[t + 2] * MF[c] + W[t + 5] * MF[c + 1] + W[t + 8] * MF[c + 2]
-    _rotate_block(W, t, MF, mi + ICOM, W, s, s + 9)                 # Ī_w
+    rotate_block(W, t, MF, mi + ICOM, W, s, s + 9)                 # Ī_w
     n2 = w0 * w0 + w1 * w1 + w2 * w2                                # c× c×ᵀ = |c|² 1 − c cᵀ
     for a in range(3):
         wa = w0 if a == 0 else (w1 if a == 1 else w2)
