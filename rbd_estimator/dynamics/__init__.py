@@ -1,24 +1,24 @@
-"""Readable reference algorithms of the papers (not the per-tick path).
+"""Rigid-body dynamics of the papers: compiled, allocation-free functions behind the public names.
 
-One algorithm per module: :mod:`.rnea` (Nori §IV-A), :mod:`.aba` (Nori §V-A), :mod:`.crba`
-(Featherstone 2005 §5), :mod:`.ltl` (Featherstone 2005 §2 and App. A: LTL, LTDL and the four
-kernels), :mod:`.forward_dynamics` (eq. 1 via CRBA + LTDL), :mod:`.minverse` (Carpentier 2018),
-:mod:`.ce_aba` and :mod:`.ce_rnea` (Chignoli et al., constraint embedding on the cluster tree).
+``rnea``, ``aba``, ``crba``, ``minverse``, ``forward_dynamics_ltdl`` run compiled kernels
+(:mod:`.tree_jit`, :mod:`.minverse_jit`) in the buffers of the model's :class:`DynamicsData`
+(pinocchio's Data; hold one yourself to skip the copies of the results); ``ltl``, ``ltdl`` and the
+four kernels of Featherstone's App. A are compiled in :mod:`.ltl_jit`. The readable versions, the
+equations line by line, are in :mod:`.reference` (one algorithm per module: :mod:`.rnea`,
+:mod:`.aba`, :mod:`.crba`, :mod:`.ltl`, :mod:`.forward_dynamics`, :mod:`.minverse`), and
+:mod:`.ce_aba` / :mod:`.ce_rnea` hold Chignoli's constraint embedding on the cluster tree.
 """
-from . import aba as _aba, crba as _crba, forward_dynamics as _fd, minverse as _minverse, rnea as _rnea
+from . import data as _data, reference  # noqa: F401 (reference first: it binds the submodules rnea, aba, …)
 from .ce_rnea import ce_crba
 from .ce_compiled import ClusterDynamics, ce_aba, ce_rnea   # compiled (after the readable modules, whose
                                                             # names these functions shadow in the package)
-from .ltl import ltdl, ltdl_inplace, ltl, ltl_inplace, mul_L, mul_Lt, solve_L, solve_Lt
-from .mimic import mimic_crba, mimic_forward, mimic_minverse, mimic_rnea
+from .data import DynamicsData, dynamics_data
+from .ltl_jit import ltdl, ltdl_inplace, ltl, ltl_inplace, mul_L, mul_Lt, solve_L, solve_Lt
 
 # Mimic joints (URDF <mimic>): the public names also take pinocchio's mimic layout (see .mimic).
-rnea = mimic_rnea(_rnea.rnea)
-crba = mimic_crba(_crba.crba)
-minverse = mimic_minverse(_minverse.minverse, _crba.crba)
-aba = mimic_forward(_aba.aba, _rnea.rnea, _crba.crba)
-forward_dynamics_ltdl = mimic_forward(_fd.forward_dynamics_ltdl, _rnea.rnea, _crba.crba)
+rnea, aba, crba, minverse = _data.rnea, _data.aba, _data.crba, _data.minverse
+forward_dynamics_ltdl = _data.forward_dynamics_ltdl
 
 __all__ = ["rnea", "aba", "crba", "ltl", "ltdl", "ltl_inplace", "ltdl_inplace",
            "mul_L", "mul_Lt", "solve_L", "solve_Lt", "forward_dynamics_ltdl", "minverse",
-           "ce_aba", "ce_rnea", "ce_crba", "ClusterDynamics"]
+           "DynamicsData", "dynamics_data", "ce_aba", "ce_rnea", "ce_crba", "ClusterDynamics"]

@@ -29,8 +29,16 @@ def ltl_inplace(A: np.ndarray, lam) -> np.ndarray:
     pivot is not positive (``A`` is not positive definite).
     """
     lam = _parent_array(lam, A)
+    _check_pivot(A, ltl_loops(A, lam))
+    return A
+
+
+def ltl_loops(A: np.ndarray, lam: np.ndarray) -> int:
+    """The loops of :func:`ltl_inplace` on a checked parent array (compiled as they stand by
+    :mod:`.ltl_jit`). Returns −1, or the row ``k`` of the first pivot that is not positive."""
     for k in range(A.shape[0] - 1, -1, -1):                         # k = n … 1
-        _check_pivot(A, k)
+        if not A[k, k] > 0.0:
+            return k
         A[k, k] = np.sqrt(A[k, k])                                  # H_kk = √H_kk
         j = lam[k]
         while j >= 0:
@@ -43,7 +51,7 @@ def ltl_inplace(A: np.ndarray, lam) -> np.ndarray:
                 A[i, j] -= A[k, i] * A[k, j]                        # H_ij = H_ij − H_ki H_kj
                 j = lam[j]
             i = lam[i]
-    return A
+    return -1
 
 
 def ltdl_inplace(A: np.ndarray, lam) -> np.ndarray:
@@ -54,8 +62,16 @@ def ltdl_inplace(A: np.ndarray, lam) -> np.ndarray:
     unit diagonal is implicit: use the kernels with ``unit=True``). Returns ``A``.
     """
     lam = _parent_array(lam, A)
+    _check_pivot(A, ltdl_loops(A, lam))
+    return A
+
+
+def ltdl_loops(A: np.ndarray, lam: np.ndarray) -> int:
+    """The loops of :func:`ltdl_inplace` on a checked parent array (compiled as they stand by
+    :mod:`.ltl_jit`). Returns −1, or the row ``k`` of the first pivot that is not positive."""
     for k in range(A.shape[0] - 1, -1, -1):                         # k = n … 1
-        _check_pivot(A, k)
+        if not A[k, k] > 0.0:
+            return k
         i = lam[k]
         while i >= 0:
             a = A[k, i] / A[k, k]                                   # a = A_ki / A_kk
@@ -65,7 +81,7 @@ def ltdl_inplace(A: np.ndarray, lam) -> np.ndarray:
                 j = lam[j]
             A[k, i] = a                                             # A_ki = a
             i = lam[i]
-    return A
+    return -1
 
 
 def ltl(H: np.ndarray, parents) -> np.ndarray:
@@ -154,5 +170,6 @@ def _parent_array(lam, A: np.ndarray) -> np.ndarray:
 
 
 def _check_pivot(A: np.ndarray, k: int) -> None:
-    if not A[k, k] > 0.0:
+    """Raise if row ``k`` (−1: none) has a pivot that is not positive."""
+    if k >= 0 and not A[k, k] > 0.0:
         raise np.linalg.LinAlgError(f"pivot {k} is {A[k, k]!r}: the matrix is not positive definite")

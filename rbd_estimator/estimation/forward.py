@@ -11,12 +11,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..dynamics.kinematics import S_FREE, external_forces
+from ..jit import njit
 from ..model.forward_kinematics import K_WTMP, KinematicTree, motion_axes
 from ..model.robot_model import FREE, RobotModel
-from ..spatial import quat_to_R
 from . import kinematics as kin
 from .plan import StaticLU, plan_static_lu
 from .sparse_lu import gather, lu_solve, numeric_lu
+
 
 
 class SparseForwardDynamics:
@@ -48,6 +49,9 @@ class SparseForwardDynamics:
         self._tree = KinematicTree(m, np.where(one_dof, m.q_idx, -1), np.where(one_dof, m.v_idx, -1))
         self._kin = self._tree.packed() + (np.zeros(9 * NB), np.zeros(6 * NB))   # ip, fp, w, E, V
         self._a0 = self._tree.a_root
+        self._fx = np.zeros((NB, 6))
+        self._offsets = np.array([self._r_c, self._r_nu, self._r_xa0, self._r_tau, self._r_fx, self._r_g0],
+                                 dtype=np.int64)
         self._src, self._rsrc = np.zeros(1 + 36 * NB), np.zeros(self.n_rsrc)
         self._src[0] = self._rsrc[0] = 1.0
         rng = np.random.default_rng(seed)
@@ -109,26 +113,66 @@ class SparseForwardDynamics:
         return trip, rhs
 
     def _kinematics(self, q, dq):
-        """``src`` and the kinematic part of ``rsrc`` (:func:`.kinematics.sources`) for ``(q, q̇)``."""
-        m, (ip, fp, w, E, V) = self.model, self._kin
-        w[ip[K_WTMP]:ip[K_WTMP] + 6] = S_FREE @ dq[:6] if m.floating_base else 0.0   # v_0 of the free flyer
-        kin.sources(ip, fp, w, E, V, q, dq, dq[:3], self._src, self._rsrc, self._r_c, self._r_nu, self._r_xa0, 0)
-        if m.floating_base:     # ⁰X_w a_w: gravity in base coordinates
-            self._rsrc[self._r_g0 + 3:self._r_g0 + 6] = quat_to_R(q[3:7]).T @ self._a0[3:]
+        """The sources of ``(q, q̇)`` (for the plan; the same kernel as :meth:`compute`, without the solve)."""
+        m = self.model
+        q, dq = (_vector(x, n, name) for x, n, name in ((q, m.nq, "q"), (dq, m.nv, "dq")))
+        ei, ef = np.zeros(1, dtype=np.int64), np.zeros(1)          # no solve: placeholders of its arrays
+        _forward_kernel(*self._kin, m.floating_base, q, dq, np.zeros(m.nv), self._fx, self._a0, self._src, self._rsrc,
+                        self._offsets, False, *(ei, ei, ef) * 3, ei, ei, ef, ei, ei, ef, ei, ei, ef, ef, ef, ef)
 
     def compute(self, q, dq, tau, f_ext=None) -> np.ndarray:
-        """Joint (and base) accelerations ``q̈`` (nv,). Returns a new array."""
+        """Joint (and base) accelerations ``q̈`` (nv,), rad/s² or m/s². Returns a new array.
+
+        One compiled call (kinematics, sources, right-hand side, numeric LU and solve) that
+        allocates nothing; ``f_ext`` is mapped to body forces beforehand."""
         m = self.model
-        q, dq, tau = (np.asarray(x, dtype=float) for x in (q, dq, tau))
-        self._kinematics(q, dq)
-        NB = m.NB
-        rs = self._rsrc
-        rs[self._r_tau:self._r_tau + m.nv] = tau
-        rs[self._r_fx:self._r_fx + 6 * NB] = external_forces(m, f_ext).reshape(-1)
-        lu = self.lu
-        gather(*lu.G, self._src, self._Ax)
-        gather(*self._GR, rs, self._x)
-        numeric_lu(lu.Ap, lu.Ai, self._Ax, lu.Lp, lu.Li, self._Lx, lu.Up, lu.Ui, self._Ux, self._w)
-        lu_solve(lu.Lp, lu.Li, self._Lx, lu.Up, lu.Ui, self._Ux, self._x)
-        gather(*self._GO, self._x, self._out)
+        q, dq, tau = (_vector(x, n, name) for x, n, name in ((q, m.nq, "q"), (dq, m.nv, "dq"), (tau, m.nv, "tau")))
+        external_forces(m, f_ext, out=self._fx)
+        _forward_kernel(*self._kin, m.floating_base, q, dq, tau, self._fx, self._a0, self._src, self._rsrc,
+                        self._offsets, True, *self._solve_args())
         return self._out.copy()
+
+    def _solve_args(self):
+        lu = self.lu
+        return (*lu.G, *self._GR, *self._GO, lu.Ap, lu.Ai, self._Ax, lu.Lp, lu.Li, self._Lx, lu.Up, lu.Ui, self._Ux,
+                self._w, self._x, self._out)
+
+
+def _vector(x, n: int, name: str) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=float)
+    if x.shape != (n,):
+        raise ValueError(f"SparseForwardDynamics.compute: {name} has shape {x.shape}, expected ({n},)")
+    return x
+
+
+@njit
+def _forward_kernel(ip, fp, w, E, V, floating, q, dq, tau, fx, a0, src, rsrc, off, solve,
+                    Gp, Gi, Gx, Rp, Ri, Rx, Op, Oi, Ox, Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, wk, x, out):
+    """Eq. (15) for ``(q, q̇, τ, f^x)``: the forward kinematics of the tick (transforms into the matrix
+    sources ``src``; ``c_i``, ``ν_i``, ``X_i a_0`` into the right-hand-side sources ``rsrc``), ``τ``,
+    ``f^x`` and ``⁰X_w a_w`` into ``rsrc``; with ``solve``, the matrix values, the numeric LU, the
+    solve and the gather of ``q̈`` into ``out``. ``off``: offsets of c, ν, X a_0, τ, f^x and
+    ``⁰X_w a_w`` in ``rsrc``."""
+    k0 = ip[K_WTMP]
+    for k in range(6):                      # v_0 of the free flyer, [ω; v] = S_FREE q̇_base
+        w[k0 + k] = (dq[3 + k] if k < 3 else dq[k - 3]) if floating else 0.0
+    kin.sources(ip, fp, w, E, V, q, dq, dq[:3], src, rsrc, off[0], off[1], off[2], 0)
+    for k in range(tau.shape[0]):
+        rsrc[off[3] + k] = tau[k]
+    for i in range(fx.shape[0]):
+        for k in range(6):
+            rsrc[off[4] + 6 * i + k] = fx[i, k]
+    if floating:                            # ⁰X_w a_w: gravity in base coordinates, R(quat)ᵀ a_w
+        qx, qy, qz, qw = q[3], q[4], q[5], q[6]
+        R = ((1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)),
+             (2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)),
+             (2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)))
+        for a in range(3):
+            rsrc[off[5] + a] = 0.0
+            rsrc[off[5] + 3 + a] = R[0][a] * a0[3] + R[1][a] * a0[4] + R[2][a] * a0[5]
+    if solve:
+        gather(Gp, Gi, Gx, src, Ax)
+        gather(Rp, Ri, Rx, rsrc, x)
+        numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, wk)
+        lu_solve(Lp, Li, Lx, Up, Ui, Ux, x)
+        gather(Op, Oi, Ox, x, out)
