@@ -33,6 +33,17 @@ def _sample(est):
     return kw
 
 
+def _warm_dynamics(model) -> None:
+    """Call every public dynamics function once on ``model`` (their kernels compile or load)."""
+    from .dynamics import aba, crba, forward_dynamics_ltdl, minverse, rnea
+    q, v = model.neutral_configuration(), np.zeros(model.nv)
+    rnea(model, q, v, v)
+    aba(model, q, v, v)
+    forward_dynamics_ltdl(model, q, v, v)
+    minverse(model, q)
+    crba(model, q)
+
+
 def warm(names=None, log=print) -> int:
     """Compile (or load) the kernels of the shipped configurations; returns how many were warmed."""
     from . import robots
@@ -59,6 +70,8 @@ def warm(names=None, log=print) -> int:
             SensorInputs.for_estimator(est, cfg, NodeSettings.from_parameters(dict(cfg.node))).warm_up()
             log(f"warm-cache: {name} ready")
             done += 1
+            if name == "humanoid":      # the library's dynamics functions (compiled rnea, aba, crba, M⁻¹, LTDL)
+                _warm_dynamics(est.model)
             if name == "humanoid":      # with geared rotors (config/humanoid_loops.yaml): the loop kernels
                 loops = os.path.join(os.path.dirname(params), "humanoid_loops.yaml")
                 if os.path.isfile(loops):
