@@ -166,9 +166,8 @@ H = d.crba(q).copy()
 x = np.ones((m.nv, 1))
 fd = FW.SparseForwardDynamics(m)
 m_ = fd.model
-fw_args = (m_.joint_types, m_.axes, m_.E_tree, m_.r_tree, m_.q_idx, m_.parents, fd._S, m_.v_idx, m_.inertias,
-           m_.floating_base, q, v, a, fd._fx, fd._a0, fd._E, fd._r, fd._X, fd._work, fd._v, fd._c, fd._nu, fd._Xa0,
-           fd._src, fd._rsrc, fd._offsets, True, *fd._solve_args())
+fw_args = (*fd._kin, m_.floating_base, q, v, a, fd._fx, fd._a0, fd._src, fd._rsrc, fd._offsets, True,
+           *fd._solve_args())
 calls = {
     "rnea": (T.rnea_kernel, (d.MI, d.MF, d.W, q, v, a, d.fx, d.a0, d.tau)),
     "aba": (T.aba_kernel, (d.MI, d.MF, d.W, q, v, a, d.fx, d.a0, d.ddq)),
@@ -265,3 +264,26 @@ def test_every_loadable_urdf_compiled_equals_reference():
                 errs["minverse"], tol["minverse"] = rel_err(fast.minverse(m, q), ref.minverse(m, q)), inv_tol(H, TOL)
             failures += [f"{rel} {k}: {e:.1e}" for k, e in errs.items() if not e <= tol[k]]
     assert len(LOADABLE) > 20 and not failures, failures
+
+
+def test_spanning_tree_with_appended_bodies_keeps_every_public_function():
+    """A cluster tree's spanning model (the shipped humanoid's rotor bodies appended after the URDF's:
+    its subtrees are not numbered depth-first) still gets rnea, aba, crba and M⁻¹ equal to the
+    references (M⁻¹ through the readable algorithm there)."""
+    from rbd_estimator.model.clusters import ClusterTree
+    from rbd_estimator.model.loops import LoopConfig
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "urdf", "humanoid.urdf"), encoding="utf-8") as fh:
+        urdf = RobotModel.from_urdf(fh.read(), floating_base=True)
+    tree = ClusterTree.build(urdf, LoopConfig.from_yaml(os.path.join(root, "config", "humanoid_loops.yaml")))
+    m = tree.model
+    d = DynamicsData(m)
+    assert not d.depth_first
+    rng = np.random.default_rng(4)
+    q = m.neutral_configuration()
+    q[7:] = rng.uniform(-1, 1, m.nq - 7)
+    v, a = rng.normal(size=m.nv), rng.normal(size=m.nv)
+    assert rel_err(d.rnea(q, v, a), ref.rnea(m, q, v, a)) <= 1e-12
+    assert rel_err(d.crba(q), ref.crba(m, q)) <= 1e-12
+    assert rel_err(d.minverse(q), ref.minverse(m, q)) <= 1e-12
+    assert rel_err(d.aba(q, v, a), ref.aba(m, q, v, a)) <= 1e-9

@@ -41,7 +41,7 @@ class DynamicsData:
         self.MI = np.zeros((NB, MI_SIZE), dtype=np.int64)
         self.MF = np.zeros(NB * MF_SIZE)
         MF = self.MF.reshape(NB, MF_SIZE)
-        lo, hi, col0 = _column_ranges(m)
+        lo, hi, col0, self.depth_first = _column_ranges(m)
         for i in range(NB):
             p = m.parents[i]
             self.MI[i, [PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF]] = (
@@ -89,7 +89,15 @@ class DynamicsData:
         return self.H
 
     def minverse(self, q) -> np.ndarray:
-        """``H(q)⁻¹`` by Carpentier's Algorithm 1 into ``self.Minv`` (nv × nv, exactly symmetric)."""
+        """``H(q)⁻¹`` by Carpentier's Algorithm 1 into ``self.Minv`` (nv × nv, exactly symmetric).
+        The compiled kernel needs the velocity indices of every subtree contiguous (a depth-first
+        numbering, as URDF models have); a model numbered otherwise (a spanning tree with extra
+        bodies appended, :class:`~rbd_estimator.model.clusters.ClusterTree`) takes the readable
+        :func:`.reference.minverse` (same result, allocates)."""
+        if not self.depth_first:
+            from .minverse import minverse as readable
+            self.Minv[:] = readable(self.model, self._q(q))
+            return self.Minv
         self._raise_if_singular(minverse_kernel(self.MI, self.MF, self.W, self._q(q), self.F, self.P, self.zero,
                                                 self.Minv))
         return self.Minv
@@ -179,13 +187,11 @@ def _column_ranges(model: RobotModel):
         if p >= 0:
             lo[p], hi[p], count[p] = min(lo[p], lo[i]), max(hi[p], hi[i]), count[p] + count[i]
     lo = np.minimum(lo, hi)
+    depth_first = bool(np.all(hi - lo == count))
     for i in range(NB):
-        if hi[i] - lo[i] != count[i]:
-            raise ValueError(f"model '{model.name}': the velocity indices of the subtree of body "
-                             f"'{model.body_names[i]}' are not contiguous (number the tree depth-first)")
         p = model.parents[i]
         col0[i] = model.v_idx[i] if model.joint_dofs[i] else (col0[p] if p >= 0 else 0)
-    return lo, hi, col0
+    return lo, hi, col0, depth_first
 
 
 def dynamics_data(model: RobotModel) -> DynamicsData:
