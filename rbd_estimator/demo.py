@@ -293,10 +293,11 @@ def rms_errors(rec: Recording, received: dict, stamps: np.ndarray, steady_after:
     return dict(steps=np.array(ks), tau_est=tau_est, w_est=w_est, tau_rms=tau_err, wrench_rms=w_err)
 
 
-def print_report(rec: Recording, res, published: int, stats: dict, out=print) -> None:
+def print_report(rec: Recording, res, published: int, stats: dict, out=print, received: int | None = None) -> None:
     out("")
-    out(f"estimates received: {len(res['steps'])} for {published} joint states published "
-        f"({100.0 * len(res['steps']) / max(1, published):.0f} %)")
+    n = len(res["steps"]) if received is None else received
+    out(f"estimates received: {n} for {published} joint states published ({100.0 * n / max(1, published):.0f} %; "
+        f"the first joint state only starts the acceleration filter)")
     if stats:
         out(f"input-to-output latency: median {stats['median'] * 1e3:.2f} ms, p99 {stats['p99'] * 1e3:.2f} ms, "
             f"max {stats['max'] * 1e3:.2f} ms")
@@ -384,7 +385,7 @@ def main(argv=None) -> int:
     if res is None:
         print("no estimate was received: see the node's log above", file=sys.stderr)
         return 1
-    print_report(rec, res, published, stats)
+    print_report(rec, res, published, stats, received=len(received))
     if args.plot:
         plot(rec, res, args.plot)
         print(f"\nplot saved to {os.path.abspath(args.plot)}")
