@@ -829,12 +829,13 @@ def _refuse(reason: str) -> SetParametersResult:
     return SetParametersResult(successful=False, reason=reason)
 
 
-def _spin(executor) -> None:
+def spin_resuming(executor) -> None:
     """``executor.spin()``, resumed when a lifecycle transition destroyed a publisher while another
     executor thread was putting its events into a wait set (rclpy raises ``InvalidHandle`` from the
-    wait-set construction then; the next wait set no longer has the publisher)."""
+    wait-set construction then; the next wait set no longer has the publisher). Returns when the
+    executor's context shuts down. Used by :func:`main`, the demo client and the tests' executors."""
     from rclpy.impl.implementation_singleton import rclpy_implementation
-    while rclpy.ok():
+    while executor.context.ok():
         try:
             executor.spin()
             return
@@ -852,7 +853,7 @@ def main(args=None) -> None:
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
     try:
-        _spin(executor)
+        spin_resuming(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -397,3 +397,23 @@ def test_mimic_robot_with_switchable_contacts():
     r = est.estimate(np.zeros(n), np.zeros(n), np.zeros(n), imu=_still_imu(),
                      ft=np.zeros((len(est.ft_names), 6)), contacts=est.contact_names[:1])
     assert not r.contact_wrenches[1].any() and np.isfinite(r.tau).all()
+
+
+def test_contact_commands_hold_until_the_next_and_time_out(go2):
+    """The node's contact state (``ros/contact_state.py``): before any command every commanded
+    contact is in contact; a command holds until the next; after ``contact_command_timeout`` the
+    commanded contacts are taken as in contact again, with source 3 (timed out); unknown names are
+    counted, not applied."""
+    from rbd_estimator.ros.contact_state import COMMAND_TIMED_OUT, COMMANDED, ContactState
+    _, _, est = go2
+    cs = ContactState(est, command_timeout=0.5)
+    ms = 1_000_000
+    assert cs.update(None, 0) == est.mask_of(None)                     # no command yet: all in contact
+    cs.command(["FL", "RR", "nose"], [1.0, 0.0, 1.0], 10 * ms)
+    assert cs.unknown_commands == 1
+    m = cs.update(None, 11 * ms)
+    assert est.subset_names(m) == ("FL", "FR", "RL") and np.all(cs.source == COMMANDED)
+    assert cs.update(None, 400 * ms) == m and cs.switches == 1         # held
+    assert cs.update(None, 511 * ms) == est.mask_of(None)              # timed out
+    assert np.all(cs.source == COMMAND_TIMED_OUT) and cs.switches == 2
+    assert cs.time_in["FL+FR+RL"] == pytest.approx(0.5)

@@ -42,7 +42,7 @@ from sensor_msgs.msg import Imu, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
 from rbd_estimator import Estimator, SensorConfig  # noqa: E402
-from rbd_estimator.node import EstimatorNode  # noqa: E402
+from rbd_estimator.node import EstimatorNode, spin_resuming  # noqa: E402
 from rbd_estimator.ros.diagnostics import values_of  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -133,7 +133,8 @@ class Ros:
         self.client = Node("test_client", namespace=f"/t{os.getpid()}", context=self.context)
         self.executor.add_node(self.client)
         self._clients = {}
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        # resumed after rclpy's InvalidHandle race, as the node's main() does (see node.spin_resuming)
+        self._thread = threading.Thread(target=spin_resuming, args=(self.executor,), daemon=True)
         self._thread.start()
 
     def close(self):

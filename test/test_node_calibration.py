@@ -30,7 +30,7 @@ from sensor_msgs.msg import Imu, JointState  # noqa: E402
 from rbd_estimator import Estimator, SensorConfig  # noqa: E402
 from rbd_estimator.demo import nominal_pose  # noqa: E402
 from rbd_estimator.estimation.synthetic import measure  # noqa: E402
-from rbd_estimator.node import EstimatorNode  # noqa: E402
+from rbd_estimator.node import EstimatorNode, spin_resuming  # noqa: E402
 from rbd_estimator.ros.params import NodeSettings  # noqa: E402
 from rbd_estimator.errors import ConfigError  # noqa: E402
 
@@ -93,7 +93,7 @@ class Rig:
         self.client = rclpy.create_node("cal_client", namespace=self.ns, context=self.ctx)
         self.ex.add_node(self.node)
         self.ex.add_node(self.client)
-        self.th = threading.Thread(target=self.ex.spin, daemon=True)
+        self.th = threading.Thread(target=spin_resuming, args=(self.ex,), daemon=True)
         self.th.start()
         qos = QoSProfile(depth=20, reliability=QoSReliabilityPolicy.RELIABLE)
         c = self.client
