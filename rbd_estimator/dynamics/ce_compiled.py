@@ -30,6 +30,7 @@ from ..model.cluster_kernels import (
 from ..model.clusters import ClusterTree
 from ..model.loop_closure import LoopClosureError
 from .kinematics import external_forces
+from .spatial_jit import add_force_cross
 
 __all__ = ["ClusterDynamics", "ce_aba", "ce_rnea", "dynamics_of"]
 
@@ -86,14 +87,7 @@ def _inverse(A, ao, n, X, xo, T, to):
 def _bias_force(fp, io, v, vo, y, yo, T, to):
     """``y (+)= v ×* I v`` (eq. 58; ``T[to:to+6]``: scratch)."""
     mv6(fp, io, v, vo, T, to, False)                                # I v
-    w0, w1, w2, l0, l1, l2 = v[vo], v[vo + 1], v[vo + 2], v[vo + 3], v[vo + 4], v[vo + 5]
-    n0, n1, n2, f0, f1, f2 = T[to], T[to + 1], T[to + 2], T[to + 3], T[to + 4], T[to + 5]
-    y[yo] += w1 * n2 - w2 * n1 + l1 * f2 - l2 * f1
-    y[yo + 1] += w2 * n0 - w0 * n2 + l2 * f0 - l0 * f2
-    y[yo + 2] += w0 * n1 - w1 * n0 + l0 * f1 - l1 * f0
-    y[yo + 3] += w1 * f2 - w2 * f1
-    y[yo + 4] += w2 * f0 - w0 * f2
-    y[yo + 5] += w0 * f1 - w1 * f0
+    add_force_cross(v, vo, T, to, y, yo)                            # v ×* (I v)
 
 
 @njit(fastmath=FAST)
