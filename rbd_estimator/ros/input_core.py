@@ -379,19 +379,28 @@ def store_layout(I, names_bytes: bytes, gather, n_names: int) -> bool:
 
 def names_region(b) -> tuple[int, int] | None:
     """Byte range of the name sequence of a joint state (None if the bytes are not one)."""
+    start, end = _names_region(b)
+    return None if start < 0 else (int(start), int(end))
+
+
+@njit
+def _names_region(b):
+    """:func:`names_region` compiled as one kernel (``(-1, -1)``: not a joint state), so that a new
+    joint-name layout compiles nothing at its first message (``SensorInputs.warm_up`` loads it)."""
     t, o = _header(b)
+    n = b.shape[0]
     if o < 0:
-        return None
-    start = o = int(_align(o, 4))
-    if o + 4 > len(b):
-        return None
-    count = int(_u32(b, o))
+        return -1, -1
+    start = o = _align(o, 4)
+    if o + 4 > n:
+        return -1, -1
+    count = _u32(b, o)
     o += 4
     for _ in range(count):
-        o = int(_align(o, 4))
-        if o + 4 > len(b):
-            return None
-        o += 4 + int(_u32(b, o))
-        if o > len(b):
-            return None
+        o = _align(o, 4)
+        if o + 4 > n:
+            return -1, -1
+        o += 4 + _u32(b, o)
+        if o > n:
+            return -1, -1
     return start, o

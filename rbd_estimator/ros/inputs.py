@@ -325,6 +325,7 @@ class SensorInputs:
         for s in range(int(self.I[core.H_NSLOTS])):
             core.ingest(self.I, self.F, empty, s, 0)
         core.missing_mask(self.I, 0)
+        core.names_region(empty)                   # the reader of a new joint-name layout
 
     def slot_index(self, name: str) -> int:
         """Index of an input in the state (0: the joint states)."""
