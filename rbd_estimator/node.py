@@ -542,7 +542,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         sec, nsec = divmod(stamp, 1_000_000_000)
         c = self._contacts
         if c is not None and c.names:
-            self._contact_pub.publish(self._contact_enc.encode(sec, nsec, c.active.astype(float), c.source, c.force))
+            self._contact_pub.publish(self._contact_enc.encode(sec, nsec, c.position, c.source, c.force))
         if out is None:
             return
         plan, r = out

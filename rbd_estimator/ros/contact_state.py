@@ -40,6 +40,7 @@ class ContactState:
                                dtype=float)
         self._mode = self.source.copy()
         self.active = np.ones(len(self.names), dtype=bool)
+        self.position = np.ones(len(self.names))        # ``active`` as ~/contact_state publishes it (1.0 / 0.0)
         self.force = np.zeros(len(self.names))
         self._commanded = np.array([m == "commanded" for m in modes])
         self._command = np.ones(len(self.names), dtype=bool)
@@ -89,6 +90,7 @@ class ContactState:
             f = d.normal_forces(inputs.ft_for(inputs.ft_names), self._cells, inputs.ft_names, ())
             self.active[self._detected] = d.update(f, now_ns)
             self.force[self._detected] = f
+        np.copyto(self.position, self.active)
         mask = self.est.mask_of(self.active)
         if mask != self.mask:
             self.switches += 1
