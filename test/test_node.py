@@ -69,6 +69,9 @@ def unique_ns(tag):
 #: 2-core CI machine can wait seconds for the test process (its publishers, numba loading kernels,
 #: the garbage collector), which is scheduling, not what these tests measure.
 STALL_TOLERANT = 5.0
+#: Sensor timeout (s) of the dropout tests: long enough that a stalled lockstep frame keeps the other
+#: sensors fresh, short enough to wait out.
+DROPOUT_TIMEOUT = 2.0
 
 
 def params_from_yaml(path, xml, timeout=0.5, **overrides):
@@ -671,7 +674,7 @@ def test_bad_input_is_rejected_counted_and_ticks_go_on(ros, humanoid):
 def test_sensor_dropout_degrades_and_recovers(ros, humanoid):
     xml, est = humanoid
     ns = unique_ns("drop")
-    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=0), ns)
+    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, timeout=DROPOUT_TIMEOUT, oracle_every_n=0), ns)
     sim = None
     try:
         assert ros.transition(node, "configure") and ros.transition(node, "activate")
@@ -682,7 +685,7 @@ def test_sensor_dropout_degrades_and_recovers(ros, humanoid):
             sim.step(k, expect_output=k > 0)
             k += 1
         lost = "l_foot_ft_sensor"
-        time.sleep(0.6)                                           # its last sample is now older than the timeout
+        time.sleep(DROPOUT_TIMEOUT + 0.2)                         # its last sample is now older than the timeout
         degraded = []
         for _ in range(5):
             sim.step(k, skip=(lost,))
@@ -707,7 +710,7 @@ def test_sensor_dropout_degrades_and_recovers(ros, humanoid):
 def test_sensor_dropout_without_well_posed_set_is_an_error(ros, arm):
     xml, est = arm
     ns = unique_ns("dropall")
-    node = ros.estimator(params_from_yaml(ARM_YAML, xml, oracle_every_n=0), ns)
+    node = ros.estimator(params_from_yaml(ARM_YAML, xml, timeout=DROPOUT_TIMEOUT, oracle_every_n=0), ns)
     sim = None
     try:
         assert ros.transition(node, "configure") and ros.transition(node, "activate")
@@ -715,7 +718,7 @@ def test_sensor_dropout_without_well_posed_set_is_an_error(ros, arm):
         sim = Sim(ros, node, Trajectory(est, seed=6), ns)
         for k in range(3):
             sim.step(k, expect_output=k > 0)
-        time.sleep(0.6)
+        time.sleep(DROPOUT_TIMEOUT + 0.2)
         silent = []
         for k in range(3, 6):
             sim.publish_sensors(k, skip=("wrist_ft_sensor",))
