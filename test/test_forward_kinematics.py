@@ -128,3 +128,26 @@ def test_fixed_base_gravity_as_root_acceleration():
         P = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
         np.testing.assert_allclose(V[i], _motion(pd.v[jid]), atol=1e-11)
         np.testing.assert_allclose(A[i], _motion(pd.a[jid]) + P @ X0 @ P @ g, atol=1e-10)
+
+
+def test_spatial_transform_kernels_against_plux():
+    """The compiled 6-vector transforms the kernels chain, against the 6×6 Plücker matrix
+    ``X = plux(E, r)`` (RBDA eq. 2.24): ``mx`` = X m, ``mx_inv`` = X⁻¹ m, ``fx`` = X⁻ᵀ f,
+    ``fxT_add`` += Xᵀ f."""
+    from rbd_estimator.model.spatial_kernels import fx, fxT_add, mx, mx_inv
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        axis = rng.normal(size=3)
+        E, r = axis_angle_to_R(axis / np.linalg.norm(axis), rng.uniform(-3, 3)), rng.normal(size=3)
+        X, x, y0 = plux(E, r), rng.normal(size=6), rng.normal(size=6)
+        e = np.ascontiguousarray(E).reshape(-1)
+        for kernel, want in ((mx, X @ x), (mx_inv, np.linalg.solve(X, x))):
+            y = np.zeros(6)
+            kernel(e, 0, r, 0, x, 0, y, 0)
+            assert np.allclose(y, want, rtol=0, atol=1e-12)
+        y = np.zeros(6)
+        fx(e, 0, r, 0, x, 0, y, 0, 2.0)
+        assert np.allclose(y, 2.0 * np.linalg.solve(X.T, x), rtol=0, atol=1e-12)
+        y = y0.copy()
+        fxT_add(e, 0, r, 0, x, 0, y, 0, -1.0)
+        assert np.allclose(y, y0 - X.T @ x, rtol=0, atol=1e-12)

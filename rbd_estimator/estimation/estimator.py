@@ -85,7 +85,7 @@ class Estimate:
         self.joint_wrenches = out[nj + 6 * nc:nj + 6 * nc + 6 * nk].reshape(nk, 6)
         self.residual = out[nj + 6 * (nc + nk):] if est.plan.redundant else None
         self._sol = sol
-        self._inputs = None
+        self._imu = est._imu_buf          # the last tick's IMU sample (both ticks copy it there)
 
     def contact(self, name: str) -> np.ndarray:
         """The wrench of one contact by name."""
@@ -326,22 +326,24 @@ class Estimator(ConfigNames):
         """
         if contacts is not None:
             self._check_all_active(contacts)
-        if self._structured is not None:        # arrays straight to the kernel, other forms converted first
-            status = self._structured.estimate(q, dq, ddq, imu, ft, load_cells, joint_torques)
-        else:
-            self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques, external_wrenches)
-            lay = self._layout
-            status = _tick(
-                *self._kinematics_arguments(), self._src, self._rsrc, lay.r_c,
-                lay.r_nu, lay.r_xa0, lay.r_imu_wv, lay.r_qdd, lay.r_imu_acc, lay.r_imu_alpha, lay.r_ft, lay.r_cells,
-                lay.r_tau, lay.r_ext, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf, self._cells_buf,
-                self._jt_buf, self._ext_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li,
-                self._Lx, self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
-        if status == 2 and self._structured is None:
+        structured = self._structured
+        if structured is not None:              # arrays straight to the kernel, other forms converted first
+            status = structured.estimate(q, dq, ddq, imu, ft, load_cells, joint_torques)
+            if status != 0:
+                self._raise_input_error(status)
+            return self.result
+        self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques, external_wrenches)
+        lay = self._layout
+        status = _tick(
+            *self._kinematics_arguments(), self._src, self._rsrc, lay.r_c,
+            lay.r_nu, lay.r_xa0, lay.r_imu_wv, lay.r_qdd, lay.r_imu_acc, lay.r_imu_alpha, lay.r_ft, lay.r_cells,
+            lay.r_tau, lay.r_ext, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf, self._cells_buf,
+            self._jt_buf, self._ext_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li,
+            self._Lx, self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
+        if status == 2:
             status = self._robust_solve()
         if status != 0:
             self._raise_input_error(status)
-        self.result._inputs = (self._q, self._imu_buf)
         return self.result
 
     def _check_all_active(self, contacts) -> None:
@@ -429,13 +431,12 @@ class Estimator(ConfigNames):
         m, lay = self.model, self._layout
         if not m.floating_base:
             return np.zeros(0)
-        q, imu = result._inputs
         a0 = result._sol[self._sol_col[lay.col("a", m.body_names[0]):lay.col("a", m.body_names[0]) + 6]]
-        R_w0 = quat_to_R(imu[0:4]) @ self._E_F_to_base(q)
+        R_w0 = quat_to_R(result._imu[0:4]) @ self._E_F_to_base()
         a_rel = a0 - np.concatenate([np.zeros(3), R_w0.T @ (-m.gravity)])
         return S_FREE.T @ a_rel
 
-    def _E_F_to_base(self, q):
+    def _E_F_to_base(self):
         """Rotation from base coordinates to IMU-frame coordinates, ``E_F ᵇR_0``, with the pose
         ``ᵇR_0`` of the IMU's body from the last tick's forward kinematics (either tick's)."""
         ip, w = (self._structured.ip, self._structured.w) if self._structured is not None else self._kin[0::2]
@@ -448,8 +449,7 @@ class Estimator(ConfigNames):
         velocity from the IMU gyro, acceleration from the estimate."""
         from ..spatial import quat_to_R
         result = result or self.result
-        q, imu = result._inputs
-        R_w0 = quat_to_R(imu[0:4]) @ self._E_F_to_base(q)
+        R_w0 = quat_to_R(result._imu[0:4]) @ self._E_F_to_base()
         qb = np.zeros(7)
         qb[3:7] = _R_to_quat(R_w0)
         vb = np.concatenate([np.zeros(3), self._v[0, :3]])

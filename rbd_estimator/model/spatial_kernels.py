@@ -69,6 +69,21 @@ def mx(E, eo, r, ro, x, xo, y, yo):
 
 
 @njit
+def mx_inv(E, eo, r, ro, x, xo, y, yo):
+    """``y = plux(E, r)⁻¹ x`` for a motion vector (child to parent coordinates): ``ω' = Eᵀ ω``,
+    ``v' = Eᵀ v + r × ω'``."""
+    w0, w1, w2, u0, u1, u2 = x[_u(xo)], x[_u(xo + 1)], x[_u(xo + 2)], x[_u(xo + 3)], x[_u(xo + 4)], x[_u(xo + 5)]
+    a0 = E[_u(eo)] * w0 + E[_u(eo + 3)] * w1 + E[_u(eo + 6)] * w2
+    a1 = E[_u(eo + 1)] * w0 + E[_u(eo + 4)] * w1 + E[_u(eo + 7)] * w2
+    a2 = E[_u(eo + 2)] * w0 + E[_u(eo + 5)] * w1 + E[_u(eo + 8)] * w2
+    r0, r1, r2 = r[_u(ro)], r[_u(ro + 1)], r[_u(ro + 2)]
+    y[_u(yo)], y[_u(yo + 1)], y[_u(yo + 2)] = a0, a1, a2
+    y[_u(yo + 3)] = E[_u(eo)] * u0 + E[_u(eo + 3)] * u1 + E[_u(eo + 6)] * u2 + r1 * a2 - r2 * a1
+    y[_u(yo + 4)] = E[_u(eo + 1)] * u0 + E[_u(eo + 4)] * u1 + E[_u(eo + 7)] * u2 + r2 * a0 - r0 * a2
+    y[_u(yo + 5)] = E[_u(eo + 2)] * u0 + E[_u(eo + 5)] * u1 + E[_u(eo + 8)] * u2 + r0 * a1 - r1 * a0
+
+
+@njit
 def fxT_add(E, eo, r, ro, f, fo, y, yo, s):
     """``y += s · plux(E, r)ᵀ f`` for a force vector (child to parent): ``f' = Eᵀ f``,
     ``n' = Eᵀ n + r × f'``."""

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from ...errors import ConfigError
 from ...model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
 from ...model.forward_kinematics import KinematicTree, motion_axes
-from .layout import _H, _NAMES, _OBS_A, _OBS_F, _Packer
+from .layout import _H, _NAMES, _OBS_A, _OBS_F, _OBS_FP, _Packer
 from .solver import StructuredSolver
 
 # ---------------------------------------------------------------------------- build
@@ -91,6 +91,29 @@ def _compress_rows(G: np.ndarray, Rm: np.ndarray):
     return np.vstack(rows_G), np.vstack(rows_R)
 
 
+#: A wrench observed by at most this many sensor rows is observed as one projection ``sᵀ f`` per row
+#: (two transforms per row) instead of as six components (six inertia products and transforms).
+_PROJECT_ROWS = 2
+
+
+def _observation_layout(groups, entries):
+    """Where each observed quantity sits in ``u = v⁰ + D z``: ``obs_off[key]``, six components of
+    the IMU body's acceleration or of a body's wrench observed by several rows; ``proj[(key, row)] =
+    (offset, s)``, one component ``sᵀ f_b`` for a wrench that few rows observe (a joint-torque sensor:
+    ``s`` its weighted motion axis, filled by the caller); then the ``h`` block at ``obs_h``."""
+    rows = {key: sorted({r for r, k, _, _ in entries if k == key}) for key in groups}
+    full = [key for key in groups if key[0] == "a" or len(rows[key]) > _PROJECT_ROWS]
+    obs_off = {key: 6 * g for g, key in enumerate(full)}
+    o = 6 * len(full)
+    proj = {}
+    for key in groups:
+        if key not in obs_off:
+            for r in rows[key]:
+                proj[(key, r)] = (o, np.zeros(6))
+                o += 1
+    return obs_off, proj, o
+
+
 def _csr(M):
     A = sp.csr_matrix(M)
     A.eliminate_zeros()
@@ -160,12 +183,17 @@ def _build(est) -> StructuredSolver:
     groups = sorted({key for _, key, _, _ in entries if key[0] != "h"}, key=lambda k: (k[0] != "a", k[1]))
     if floating and any(k == ("f", 0) for k in groups):
         raise _NotApplicable("a sensor on the floating base's (zero) joint wrench")
-    obs_off = {key: 6 * g for g, key in enumerate(groups)}
-    obs_h = 6 * len(groups)
+    obs_off, proj, obs_h = _observation_layout(groups, entries)
     NOBS = obs_h + NH
     G = np.zeros((ms, NOBS))
     for r, key, comp, v in entries:
-        G[r, obs_h + comp if key[0] == "h" else obs_off[key] + comp] += v
+        if key[0] == "h":
+            G[r, obs_h + comp] += v
+        elif key in obs_off:
+            G[r, obs_off[key] + comp] += v
+        else:                                             # the row observes sᵀ f_b, s its coefficients
+            proj[(key, r)][1][comp] += v
+            G[r, proj[(key, r)][0]] = 1.0
     # right-hand sides over msrc = [1, ω_F × v_F (3), IMU acc (3), IMU ω̇ (3), ft, cells, τ]
     n_ft, n_cells, n_jt = est._ft_buf.size, est._cells_buf.size, est._jt_buf.size
     NMSRC = 10 + n_ft + n_cells + n_jt
@@ -190,17 +218,22 @@ def _build(est) -> StructuredSolver:
         while b >= 0 and b != s:
             b = par[b]
         return b == s
-    pairs, olo, ohi = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64)
-    for key in groups:
+    ipk, fpk = _Packer(np.int64), _Packer(np.float64)
+    ipk.add(np.zeros(len(_NAMES)))
+    observed = [(key, obs_off[key], 6, -1) for key in groups if key in obs_off]
+    observed += [(key, o, 1, fpk.add(s_)) for (key, _), (o, s_) in proj.items()]   # (fp offset of s)
+    pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
+    for key, o, n, sx in observed:
+        grp += [_OBS_A if key[0] == "a" else (_OBS_F if sx < 0 else _OBS_FP), key[1], o, sx]
         if key[0] != "f":
             continue
         lo, hi = NH, 0
         for ci in range(NC):
             if below(int(cbody[ci]), key[1]):
-                pairs.append((obs_off[key], ci, key[1]))
+                pairs.append((o, ci, key[1], sx))
                 lo, hi = min(lo, choff[ci]), max(hi, choff[ci] + ck[ci])
         if hi > lo:
-            olo[obs_off[key]:obs_off[key] + 6], ohi[obs_off[key]:obs_off[key] + 6] = lo, hi
+            olo[o:o + n], ohi[o:o + n] = lo, hi
     olo[obs_h:], ohi[obs_h:] = np.arange(NH), np.arange(NH) + 1
     clo, chi = np.zeros(MSC, np.int64), np.zeros(MSC, np.int64)
     for r in range(MSC):
@@ -248,9 +281,6 @@ def _build(est) -> StructuredSolver:
     tree = KinematicTree(m, qix, qix, imu=(int(est._imu_body), est._imu_E, est._imu_r),
                          poses=tuple(int(k[1]) for k in groups) + tuple(int(b) for b in cbody), rnea=True)
     cpath = m.supports(cbody)[::-1].copy()         # bodies the contact wrenches flow through, leaves first
-    grp = []
-    for key in groups:
-        grp += [_OBS_A if key[0] == "a" else _OBS_F, key[1], obs_off[key]]
     eyeT = np.array([int(np.array_equal(m.E_tree[i], np.eye(3))) for i in range(NB)], dtype=np.int64)
     solc = np.full(6, -1, dtype=np.int64)
     if floating:
@@ -258,8 +288,6 @@ def _build(est) -> StructuredSolver:
         solc[:] = est._sol_col[c0:c0 + 6]
 
     # ---- floats (and the forward kinematics' ints and floats at the head of the blobs)
-    ipk, fpk = _Packer(np.int64), _Packer(np.float64)
-    ipk.add(np.zeros(len(_NAMES)))
     k_off = tree.pack(ipk, fpk)
     f_off = dict(XB=fpk.n)
     xb_off = [fpk.add(X.T) - f_off["XB"] for X in XB]        # column j of X_Fᵀ B_c: 6 contiguous values
@@ -293,7 +321,7 @@ def _build(est) -> StructuredSolver:
                  CHI=ipk.add(chi), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT))
     ip = ipk.array()
-    counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(groups), NPAIR=len(pairs), NCP=len(cpath),
+    counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NFT=len(cfg.ft_sensors),
                   NCELLS=n_cells, NJT=n_jt, **est.state_offsets())
     for d in (k_off, counts, i_off, f_off, w_off):

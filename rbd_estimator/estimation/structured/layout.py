@@ -32,7 +32,7 @@ _H = {name: k for k, name in enumerate(_NAMES)}
 globals().update({f"H_{name}": k for name, k in _H.items()})          # H_NB, H_FLOAT, …: the slots
 
 
-_OBS_A, _OBS_F = 0, 1            # observation groups: acceleration of a body, wrench into a body
+_OBS_A, _OBS_F, _OBS_FP = 0, 1, 2  # observation groups: acceleration of a body, wrench into a body, sᵀ f_b
 
 
 _QR_THRESHOLD = 1e-6             # Cholesky min L_kk²/N_kk below which the LS is re-solved by QR

@@ -7,8 +7,8 @@ import numpy as np
 
 from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NH,
     H_NPAIR, H_PAIR, H_PAR, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
-    H_WV0, H_XB, _OBS_A, _u, njit)
-from ...model.spatial_kernels import fx, fxT_add, rbi_apply, rbi_xT_add, solve_rbi
+    H_WV0, H_XB, _OBS_A, _OBS_FP, _u, njit)
+from ...model.spatial_kernels import fx, fxT_add, mx_inv, rbi_apply, rbi_xT_add, solve_rbi
 
 @njit
 def _backward_without_contacts(ip, fp, w, E):
@@ -50,10 +50,12 @@ def _observations(ip, fp, w):
     i_grp = ip[H_GRP]
     col6 = w_tmp + 24
     for gk in range(ip[H_NGRP]):
-        kind, b, o = ip[_u(i_grp + 3 * gk)], ip[_u(i_grp + 3 * gk + 1)], ip[_u(i_grp + 3 * gk + 2)]
+        kind, b, o = ip[_u(i_grp + 4 * gk)], ip[_u(i_grp + 4 * gk + 1)], ip[_u(i_grp + 4 * gk + 2)]
         Ro, po = w_R + 9 * b, w_p + 3 * b
         p0, p1, p2 = w[_u(po)], w[_u(po + 1)], w[_u(po + 2)]
-        if kind == _OBS_A:
+        if kind == _OBS_FP:
+            _projected_wrench(ip, fp, w, floating, NZ, b, o, ip[_u(i_grp + 4 * gk + 3)], col6)
+        elif kind == _OBS_A:
             for k in range(6):
                 w[_u(w_v0 + o + k)] = w[_u(w_a + 6 * b + k)]
             if floating:                               # D_a = ᵇX_0 = [[R, 0], [−R p×, R]]
@@ -91,12 +93,39 @@ def _observations(ip, fp, w):
                         w[_u(w_D + (o + a) * NZ + k)] = w[_u(col6 + 6 + a)]
     i_pair = ip[H_PAIR]
     for pk in range(ip[H_NPAIR]):
-        o, c, b = ip[_u(i_pair + 3 * pk)], ip[_u(i_pair + 3 * pk + 1)], ip[_u(i_pair + 3 * pk + 2)]
+        o, c, b, sx = ip[_u(i_pair + 4 * pk)], ip[_u(i_pair + 4 * pk + 1)], ip[_u(i_pair + 4 * pk + 2)], ip[_u(i_pair + 4 * pk + 3)]
+        if sx >= 0:                                    # sᵀ(−ᵇX*_0 Φ) = −(⁰X_b s)ᵀ Φ
+            mx_inv(w, w_R + 9 * b, w, w_p + 3 * b, fp, sx, w, col6)
         for j in range(ip[_u(i_ck + c)]):
             col = ip[_u(i_choff + c)] + j
+            if sx >= 0:
+                d = 0.0
+                for a in range(6):
+                    d -= w[_u(col6 + a)] * w[_u(w_Phi + 6 * col + a)]
+                w[_u(w_D + o * NZ + za + col)] = d
+                continue
             fx(w, w_R + 9 * b, w, w_p + 3 * b, w, w_Phi + 6 * col, w, col6, -1.0)
             for a in range(6):
                 w[_u(w_D + (o + a) * NZ + za + col)] = w[_u(col6 + a)]
+
+
+@njit
+def _projected_wrench(ip, fp, w, floating, NZ, b, o, sx, t):
+    """One projection ``sᵀ f_b`` of a body's wrench (a joint-torque sensor: ``s`` its motion axis):
+    ``v⁰ = sᵀ f⁰_b`` and ``D_a = sᵀ I^c_b ᵇX_0``, computed as ``(ᵇX_0ᵀ (I^c_b s))ᵀ`` (two
+    transforms instead of the six columns of :func:`_observations`' full wrench); ``w[t:t + 6]``
+    is scratch."""
+    w_f, w_D = ip[H_WF] + 6 * b, ip[H_WD] + o * NZ
+    v = 0.0
+    for k in range(6):
+        v += fp[_u(sx + k)] * w[_u(w_f + k)]
+    w[_u(ip[H_WV0] + o)] = v
+    if floating:
+        for k in range(6):
+            w[_u(t + k)] = 0.0
+            w[_u(w_D + k)] = 0.0
+        rbi_apply(w, ip[H_WIC] + 10 * b, fp, sx, w, t, 1.0)
+        fxT_add(w, ip[H_WRP] + 9 * b, w, ip[H_WP] + 3 * b, w, t, w, w_D, 1.0)
 
 
 @njit

@@ -81,8 +81,9 @@ def _normal_equations(ip, fp, w):
     for r in range(MSC):
         lo, hi = ip[_u(i_clo + r)], ip[_u(i_chi + r)]
         jr = w_J + r * NZ
-        for k in range(za):
-            w[_u(jr + k)] = 0.0
+        if floating:
+            for k in range(6):
+                w[_u(jr + k)] = 0.0
         for j in range(lo, hi):
             w[_u(jr + za + j)] = 0.0
         s = 0.0
@@ -93,20 +94,21 @@ def _normal_equations(ip, fp, w):
             ob = ip[_u(i_Ci + pq)]
             s -= g * w[_u(w_v0 + ob)]
             do = w_D + ob * NZ
-            for k in range(za):
-                w[_u(jr + k)] += g * w[_u(do + k)]
+            if floating:
+                for k in range(6):
+                    w[_u(jr + k)] += g * w[_u(do + k)]
             for j in range(lo, hi):
                 w[_u(jr + za + j)] += g * w[_u(do + za + j)]
-        for k in range(za):
-            s -= w[_u(jr + k)] * w[_u(w_a00 + k)]
-        w[_u(w_rr + r)] = s
-        for k in range(za):
-            ak = w[_u(jr + k)]
-            for m in range(k + 1):
-                w[_u(Naa + 6 * k + m)] += ak * w[_u(jr + m)]
-            for j in range(lo, hi):
-                w[_u(Nah + NH * k + j)] += ak * w[_u(jr + za + j)]
-            w[_u(ba + k)] += ak * s
+        if floating:                       # j_a's six entries: the loops below unroll
+            s = _base_row(w, jr, w_a00, Naa, s)
+            w[_u(w_rr + r)] = s
+            for k in range(6):
+                ak = w[_u(jr + k)]
+                for j in range(lo, hi):
+                    w[_u(Nah + NH * k + j)] += ak * w[_u(jr + 6 + j)]
+                w[_u(ba + k)] += ak * s
+        else:
+            w[_u(w_rr + r)] = s
         for j in range(lo, hi):
             hj = w[_u(jr + za + j)]
             for m in range(lo, j + 1):
@@ -114,26 +116,42 @@ def _normal_equations(ip, fp, w):
             w[_u(bh + j)] += hj * s
     if not floating:
         return
-    # U = N_ah + ½ N_aa P (6 × NH); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a
-    U = ip[H_WU]
-    for k in range(6):
-        for j in range(NH):
-            s = w[_u(Nah + NH * k + j)]
-            t = 0.0
-            for m in range(6):
-                nkm = w[_u(Naa + 6 * k + m)] if m <= k else w[_u(Naa + 6 * m + k)]
-                t += nkm * w[_u(w_K + 6 * j + m)]
-            w[_u(U + NH * k + j)] = s + 0.5 * t
+    # U = N_ah + ½ N_aa P (6 × NH, over N_ah); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a. P (6 × NH, row-major) is
+    # copied from K (its columns) so that the innermost loops run along rows.
+    U, Pt = Nah, ip[H_WU]
     for j in range(NH):
-        for l in range(j + 1):
-            s = 0.0
-            for m in range(6):
-                s += w[_u(w_K + 6 * j + m)] * w[_u(U + NH * m + l)] + w[_u(U + NH * m + j)] * w[_u(w_K + 6 * l + m)]
-            w[_u(Nhh + NH * j + l)] += s
+        for m in range(6):
+            w[_u(Pt + NH * m + j)] = w[_u(w_K + 6 * j + m)]
+    for k in range(6):                     # N_aa's upper triangle
+        for m in range(k + 1, 6):
+            w[_u(Naa + 6 * k + m)] = w[_u(Naa + 6 * m + k)]
+    for k in range(6):
+        for m in range(6):
+            a = 0.5 * w[_u(Naa + 6 * k + m)]
+            for j in range(NH):
+                w[_u(U + NH * k + j)] += a * w[_u(Pt + NH * m + j)]
+    for j in range(NH):
+        for m in range(6):
+            p, u = w[_u(w_K + 6 * j + m)], w[_u(U + NH * m + j)]
+            for l in range(j + 1):
+                w[_u(Nhh + NH * j + l)] += p * w[_u(U + NH * m + l)] + u * w[_u(Pt + NH * m + l)]
         s = 0.0
         for m in range(6):
             s += w[_u(w_K + 6 * j + m)] * w[_u(ba + m)]
         w[_u(bh + j)] += s
+
+
+@njit
+def _base_row(w, jr, w_a00, Naa, s):
+    """The base part of one sensor row ``j_a = w[jr:jr + 6]``: ``N_aa += j_a j_aᵀ`` (lower
+    triangle) and the right-hand side ``s − j_a · a⁰⁰``, returned."""
+    for k in range(6):
+        s -= w[_u(jr + k)] * w[_u(w_a00 + k)]
+    for k in range(6):
+        ak = w[_u(jr + k)]
+        for m in range(k + 1):
+            w[_u(Naa + 6 * k + m)] += ak * w[_u(jr + m)]
+    return s
 
 
 @njit

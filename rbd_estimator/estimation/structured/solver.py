@@ -124,7 +124,6 @@ class StructuredSolver:
                 except TypeError:           # an array of the wrong dimension: packed() names it
                     status = 3
                 if status != 3:
-                    e._q, e._dq, e._ddq = q, dq, ddq
                     return status
             return packed(q, dq, ddq, imu, ft, cells, jt)
         return estimate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types as nbt
 
-from ..checks import first_non_finite
+from ..checks import first_non_finite, zero_if_finite
 from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
 from .layout import (H_FLOAT, H_IMUB, H_MS, H_NB, H_NCELLS, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_RED, H_SIMU,
     H_SINFO, H_SOLC, H_SOUT, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, _A1, _A2, _IN, _QR_THRESHOLD,
@@ -41,12 +41,15 @@ def structured_tick(ip, fp, w, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, c
         imu_buf[_u(10 + k)] = imu_al[_u(k)]
     # ---- inputs must be finite (same codes as the generic tick)
     # (the generic tick's numbering of the inputs: q, dq, ddq, imu, ft, cells, τ → info[0] = 1…7)
-    if first_non_finite((q, dq, ddq), info):
-        return 1
-    if first_non_finite((imu_buf, ft.reshape(ft.shape[0] * 6)), info):
-        info[0] += 3
-        return 1
-    if first_non_finite((cells, jtau), info):
+    ft_flat = ft.reshape(ft.shape[0] * 6)
+    if (zero_if_finite(q) + zero_if_finite(dq) + zero_if_finite(ddq) + zero_if_finite(imu_buf)
+            + zero_if_finite(ft_flat) + zero_if_finite(cells) + zero_if_finite(jtau)) != 0.0:
+        if first_non_finite((q, dq, ddq), info):
+            return 1
+        if first_non_finite((imu_buf, ft_flat), info):
+            info[0] += 3
+            return 1
+        first_non_finite((cells, jtau), info)
         info[0] += 5
         return 1
     floating = ip[H_FLOAT]
