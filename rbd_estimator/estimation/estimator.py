@@ -282,23 +282,30 @@ class Estimator(ConfigNames):
         self._jt_buf = np.zeros(len(self.config.joint_torque_sensors))
         self._ext_buf = np.zeros(6 * len(self.config.external_wrenches))
         self.pivot_fallbacks = 0
-        self.result = Estimate(self, self._out, self._x)
 
     def state_offsets(self) -> dict:
-        """Offsets in :attr:`_state` of ``x`` (SX), the IMU sample (SIMU), ``out`` (SOUT) and
-        ``info`` (SINFO); ``E`` and ``V`` come first (``9·NB`` and ``6·NB`` values)."""
+        """Offsets in :attr:`_state` of ``x`` (SX), the IMU sample (SIMU), ``out`` (SOUT),
+        ``info`` (SINFO, 4 values) and what follows (STAIL); ``E`` and ``V`` come first (``9·NB``
+        and ``6·NB`` values)."""
         sx = 15 * self.model.NB
-        return dict(SX=sx, SIMU=sx + self._N, SOUT=sx + self._N + 13, SINFO=sx + self._N + 13 + self._n_out)
+        sinfo = sx + self._N + 13 + self._n_out
+        return dict(SX=sx, SIMU=sx + self._N, SOUT=sx + self._N + 13, SINFO=sinfo, STAIL=sinfo + 4)
 
-    def _state_buffers(self):
+    def _state_buffers(self, tail: np.ndarray | None = None) -> np.ndarray:
         """``_E`` (NB, 3, 3), ``_v`` (NB, 6), ``_x`` (N), ``_imu_buf`` (13), ``_out``, ``_info`` (4):
-        views of one buffer ``_state``, which the structured kernel takes as one argument."""
+        views of one buffer ``_state``, which the structured kernel takes as one argument, followed
+        by a copy of ``tail`` (its constants and work space: each array argument costs a call an
+        allocation and two atomic reference counts); :attr:`result` views it. Returns the tail's view."""
         NB, o = self.model.NB, self.state_offsets()
-        self._state = S = np.zeros(o["SINFO"] + 4)
+        self._state = S = np.zeros(o["STAIL"] + (0 if tail is None else tail.size))
         S[:9 * NB], S[9 * NB:15 * NB] = self._E.ravel(), self._v.ravel()
         self._E, self._v = S[:9 * NB].reshape(NB, 3, 3), S[9 * NB:15 * NB].reshape(NB, 6)
         self._x, self._imu_buf = S[o["SX"]:o["SIMU"]], S[o["SIMU"]:o["SOUT"]]
-        self._out, self._info = S[o["SOUT"]:o["SINFO"]], S[o["SINFO"]:]
+        self._out, self._info = S[o["SOUT"]:o["SINFO"]], S[o["SINFO"]:o["STAIL"]]
+        if tail is not None:
+            S[o["STAIL"]:] = tail
+        self.result = Estimate(self, self._out, self._x)
+        return S[o["STAIL"]:]
 
     @property
     def _plan_src(self):

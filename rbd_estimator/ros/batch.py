@@ -41,7 +41,7 @@ def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau,
     taken in and its tick is for Python; otherwise message ``i`` was not taken in)."""
     k = k0
     nj, nw = res_tau.shape[1], res_w.shape[1]
-    S, ip = K[3], K[0]
+    S, ip = K[1], K[0]
     out = S[ip[H_SOUT]:ip[H_SINFO]]
     for i in range(i0, time.shape[0]):
         s = slot_of[conn[i]]
@@ -56,7 +56,7 @@ def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau,
             continue
         if not main_ok or k == res_tau.shape[0] or core.missing_mask(I, time[i]) != 0:
             return i, k, TICK_PENDING
-        if _kernel(K[0], K[1], K[2], K[3], K[4], K[5], K[6], K[7], K[8], K[9], K[10], K[11], K[12], K[13]) != 0:
+        if _kernel(K[0], K[1], K[2], K[3], K[4], K[5], K[6], K[7], K[8], K[9], K[10], K[11]) != 0:
             return i, k, TICK_PENDING
         for j in range(nj):
             res_tau[k, j] = out[j]

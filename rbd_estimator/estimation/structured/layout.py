@@ -17,8 +17,8 @@ from ...model.forward_kinematics import KIN_NAMES, Packer as _Packer
 _NAMES = KIN_NAMES + (
     # sizes and flags
     "NJ NH NC MS MSC NOBS NGRP NPAIR NCP RED NOUTM NMSRC NSEL NFT NCELLS NJT "
-    # offsets in the estimator's state buffer S = [E, V, x, IMU sample, out, info]
-    "SX SIMU SOUT SINFO "
+    # offsets in the estimator's state buffer S = [E, V, x, IMU sample, out, info, fp, w]
+    "SX SIMU SOUT SINFO STAIL SFP SW SEND "
     # int arrays
     "CBODY CK CHOFF CXB GRP PAIR CPATH GP GI RP RI CP CI CRP CRI CLO CHI OLO OHI OP OI TSEL KSEL SOLC EYET "
     # float arrays

@@ -109,7 +109,7 @@ def _observations(ip, fp, w):
                 w[_u(w_D + (o + a) * NZ + za + col)] = w[_u(col6 + a)]
 
 
-@njit
+@njit(inline="always")                   # inlined: a call per joint would increment and decrement the arrays' counts
 def _projected_wrench(ip, fp, w, floating, NZ, b, o, sx, t):
     """One projection ``sᵀ f_b`` of a body's wrench (a joint-torque sensor: ``s`` its motion axis):
     ``v⁰ = sᵀ f⁰_b`` and ``D_a = sᵀ I^c_b ᵇX_0``, computed as ``(ᵇX_0ᵀ (I^c_b s))ᵀ`` (two

@@ -156,7 +156,8 @@ def _base_row(w, jr, w_a00, Naa, s):
 
 @njit
 def _cholesky_solve(N, no, n, b, bo, x, xo):
-    """Solve ``N x = b`` (lower triangle of the row-major ``n × n`` ``N`` factorised in place).
+    """Solve ``N x = b`` (lower triangle of the row-major ``n × n`` ``N`` factorised in place:
+    ``L`` below the diagonal, ``1 / L_jj`` on it).
     Returns ``min_k L_kk² / N_kk``, the smallest squared sine between a column of ``J`` and the
     span of the previous ones (scale-invariant; 0 if ``N`` is not positive definite)."""
     if n == 0:
@@ -171,23 +172,23 @@ def _cholesky_solve(N, no, n, b, bo, x, xo):
             return 0.0
         if s < worst * njj:
             worst = s / njj
-        d = np.sqrt(s)
-        N[_u(no + n * j + j)] = d
+        r = 1.0 / np.sqrt(s)
+        N[_u(no + n * j + j)] = r                 # the diagonal keeps 1 / L_jj: no division below
         for i in range(j + 1, n):
             s = N[_u(no + n * i + j)]
             for k in range(j):
                 s -= N[_u(no + n * i + k)] * N[_u(no + n * j + k)]
-            N[_u(no + n * i + j)] = s / d
+            N[_u(no + n * i + j)] = s * r
     for j in range(n):
         s = b[_u(bo + j)]
         for k in range(j):
             s -= N[_u(no + n * j + k)] * x[_u(xo + k)]
-        x[_u(xo + j)] = s / N[_u(no + n * j + j)]
+        x[_u(xo + j)] = s * N[_u(no + n * j + j)]
     for j in range(n - 1, -1, -1):
         s = x[_u(xo + j)]
         for k in range(j + 1, n):
             s -= N[_u(no + n * k + j)] * x[_u(xo + k)]
-        x[_u(xo + j)] = s / N[_u(no + n * j + j)]
+        x[_u(xo + j)] = s * N[_u(no + n * j + j)]
     return worst
 
 

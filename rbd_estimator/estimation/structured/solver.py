@@ -91,7 +91,7 @@ class StructuredSolver:
             ial = imu[3] if self._alpha else self._z3
         else:
             iq, iw, ia, ial = self._z4, self._z3, self._z3, self._z3
-        return (self.ip, self.fp, self.w, e._state, q, dq, ddq, iq, iw, ia, ial,
+        return (self.ip, e._state, q, dq, ddq, iq, iw, ia, ial,
                 ft if self._n_ft else self._ft0, cells, joint_torques if self._n_jt else self._z0)
 
     def _direct_call(self):
@@ -103,7 +103,7 @@ class StructuredSolver:
         Python, never a failed call (numba's failed dispatch costs ~300 µs)."""
         from ..estimator import ImuSample
         e, kernel, packed = self._est, self.kernel, self.packed
-        ip, fp, w, S = self.ip, self.fp, self.w, e._state
+        ip, S = self.ip, e._state
         z0, z3, z4, ft0 = self._z0, self._z3, self._z4, self._ft0
         nd, f64 = np.ndarray, np.dtype(np.float64)
         fast, has_imu, alpha, has_ft, has_jt = self._fast, self._has_imu, self._alpha, self._n_ft > 0, self._n_jt > 0
@@ -116,10 +116,10 @@ class StructuredSolver:
                     and (not has_ft or (type(ft) is nd and ft.dtype is f64 and ft.flags.c_contiguous))):
                 try:
                     if has_imu:
-                        status = kernel(ip, fp, w, S, q, dq, ddq, imu[0], imu[1], imu[2], imu[3] if alpha else z3,
+                        status = kernel(ip, S, q, dq, ddq, imu[0], imu[1], imu[2], imu[3] if alpha else z3,
                                         ft if has_ft else ft0, z0, jt if has_jt else z0)
                     else:
-                        status = kernel(ip, fp, w, S, q, dq, ddq, z4, z3, z3, z3, ft if has_ft else ft0, z0,
+                        status = kernel(ip, S, q, dq, ddq, z4, z3, z3, z3, ft if has_ft else ft0, z0,
                                         jt if has_jt else z0)
                 except TypeError:           # an array of the wrong dimension: packed() names it
                     status = 3
@@ -133,7 +133,7 @@ class StructuredSolver:
         _cells_buf, _jt_buf``) into ``_out``: 0, 1 (non-finite input), 2 (singular state)."""
         e = self._est
         b = self._imu_views                                   # (the kernel copies the sample onto itself)
-        return self.kernel(self.ip, self.fp, self.w, e._state, e._q, e._dq, e._ddq, b[0], b[1], b[2], b[3],
+        return self.kernel(self.ip, e._state, e._q, e._dq, e._ddq, b[0], b[1], b[2], b[3],
                            self._ft_matrix, e._cells_buf, e._jt_buf)
 
     def summary(self) -> str:
