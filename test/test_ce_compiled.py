@@ -6,9 +6,6 @@ fixed and floating base. The kernels allocate nothing per call (numba's allocati
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from dataclasses import replace
 
 import numpy as np
@@ -197,29 +194,17 @@ def test_explicit_loops_fall_back_to_the_reference():
     assert rel(ce_aba(t, y, dy, tau), ce_aba_reference(t, y, dy, tau)) == 0.0
 
 
-def _allocations(script: str) -> list[int]:
-    env = dict(os.environ, NUMBA_NRT_STATS="1", PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-c", textwrap.dedent(script)],
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         env=env, capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return [int(x) for x in res.stdout.split()[-3:]]
-
-
 def test_kernels_allocate_nothing():
     """With numba's allocation statistics on, 100 calls of the CE-ABA kernel, the CE-RNEA kernel and
     the LoopEstimator's state kernel (four-bar knee: closure, ``G``, ``g``) make no runtime
     allocation beyond what a do-nothing compiled function with the same arguments makes (numba's
     boxing of the array arguments)."""
-    aba, rnea, tick = _allocations("""
-        import os, sys
-        import numba as nb
+    import nrt_stats
+    aba, rnea, tick = map(int, nrt_stats.run("""
         import numpy as np
-        from numba.core.runtime import rtsys
-        sys.path.insert(0, "test")
         from loop_mechanisms import four_bar_knee
         from loops_oracle import LoopPair
+        from nrt_stats import extra_allocations
         from rbd_estimator.dynamics.ce_compiled import ClusterDynamics, ce_aba_kernel, ce_rnea_kernel
         from rbd_estimator.estimation import SensorConfig
         from rbd_estimator.estimation.loops import LoopEstimator, _loop_state
@@ -234,22 +219,13 @@ def test_kernels_allocate_nothing():
         n = len(est.joint_names)
         est.estimate(np.full(n, 0.3), np.ones(n), np.ones(n))
         e = est._packed
-        def count(f, args, k=100):
-            f(*args)
-            a0 = rtsys.get_allocation_stats().alloc
-            for _ in range(k):
-                f(*args)
-            return rtsys.get_allocation_stats().alloc - a0
-        def nothing_like(args):
-            names = ", ".join(f"a{k}" for k in range(len(args)))
-            return nb.njit(eval(f"lambda {names}: 0"))
         runs = [(ce_aba_kernel, (P.ip, P.fp, P.w, y, dy, tau, fx, 1, d.ddq, d.ddy)),
                 (ce_rnea_kernel, (P.ip, P.fp, P.w, y, dy, tau, fx, 5, d.tau, d.tau_tree)),
                 (_loop_state, (e.ip, e.fp, e.w, est._nl, est._E))]
         out = []
         for f, args in runs:
             assert f(*args) == 0
-            out.append(count(f, args) - count(nothing_like(args), args))
+            out.append(extra_allocations(f, args))
         print(*out)
-    """)
+    """)[-1].split())
     assert (aba, rnea, tick) == (0, 0, 0)

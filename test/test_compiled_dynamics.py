@@ -12,13 +12,10 @@ offending argument or joint, and no allocation in any compiled kernel (numba's s
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
-from oracle import Pair, rel_err, urdf_xml
+from oracle import rel_err, urdf_xml
 from test_dynamics import CASES, IDS, inv_tol, pair, states, wrench_links
 
 from rbd_estimator import DynamicsData, ModelWarning, RobotModel
@@ -26,7 +23,6 @@ from rbd_estimator import dynamics as fast
 from rbd_estimator.dynamics import reference as ref
 
 TOL = 1e-12
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.parametrize("robot,fb", CASES, ids=IDS)
@@ -148,11 +144,8 @@ def test_bad_input_names_the_argument_or_joint():
 
 
 KERNELS_SCRIPT = """
-import sys
-import numba as nb
 import numpy as np
-from numba.core.runtime import rtsys
-sys.path.insert(0, "test")
+from nrt_stats import extra_allocations
 from oracle import Pair, urdf_xml
 from rbd_estimator.dynamics import DynamicsData, tree_jit as T, minverse_jit as MJ, ltl_jit as LJ
 from rbd_estimator.estimation import forward as FW
@@ -184,39 +177,26 @@ calls = {
     "SparseForwardDynamics": (FW._forward_kernel, fw_args),
 }
 
-def count(f, args, n=50):
-    f(*args)
-    a0 = rtsys.get_allocation_stats().alloc
-    for _ in range(n):
-        f(*args)
-    return rtsys.get_allocation_stats().alloc - a0
-
 for name, (kernel, args) in calls.items():
-    names = ", ".join(f"a{k}" for k in range(len(args)))
-    nothing = nb.njit(eval(f"lambda {names}: 0"))
     if name in ("ltl", "ltdl"):      # factorise the same matrix each time (a failed pivot returns early)
         A0 = args[0].copy()
         def run(A, lam, f=kernel, A0=A0):
             A[:] = A0
             return f(A, lam)
-        print(name, count(run, args), count(nothing, args))
+        print(name, extra_allocations(run, args, 50))
     else:
-        print(name, count(kernel, args), count(nothing, args))
+        print(name, extra_allocations(kernel, args, 50))
 """
 
 
 def test_compiled_kernels_allocate_nothing_but_argument_boxing():
     """With numba's allocation statistics on, each kernel makes exactly as many runtime allocations
     as a do-nothing compiled function given the same arguments (numba's boxing of the arguments)."""
-    env = dict(os.environ, NUMBA_NRT_STATS="1",
-               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-c", textwrap.dedent(KERNELS_SCRIPT)], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
-    rows = [line.split() for line in res.stdout.splitlines() if line.strip()]
-    assert len(rows) == 12, res.stdout
-    for name, kernel, nothing in rows:
-        assert int(kernel) == int(nothing), (name, kernel, nothing)
+    import nrt_stats
+    rows = [line.split() for line in nrt_stats.run(KERNELS_SCRIPT)]
+    assert len(rows) == 12, rows
+    for name, extra in rows:
+        assert int(extra) == 0, (name, extra)
 
 
 def test_inertias_without_the_rigid_body_form_take_the_general_congruence():

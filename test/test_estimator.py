@@ -240,17 +240,11 @@ def test_pivot_fallback_reproduces_the_planned_solve():
 def test_generic_tick_allocates_nothing_but_argument_boxing():
     """The generic compiled tick (kinematics, gather, LU, solve) makes exactly as many numba
     runtime allocations per call as a do-nothing compiled function given the same arguments."""
-    import os
-    import subprocess
-    import sys
-    import textwrap
-    script = textwrap.dedent("""
-        import sys
-        import numba as nb
+    import nrt_stats
+    out = nrt_stats.run("""
         import numpy as np
-        from numba.core.runtime import rtsys
-        sys.path.insert(0, "test")
         from groundtruth import GroundTruth
+        from nrt_stats import extra_allocations
         from oracle import urdf_xml
         from test_estimator import icub_config
         from rbd_estimator import RobotModel
@@ -268,21 +262,6 @@ def test_generic_tick_allocates_nothing_but_argument_boxing():
         E._tick = capture
         est.estimate(**inputs)
         E._tick = real
-        names = ", ".join(f"a{k}" for k in range(len(args)))
-        nothing = nb.njit(eval(f"lambda {names}: 0"))
-        def count(f, n=50):
-            f(*args)
-            a0 = rtsys.get_allocation_stats().alloc
-            for _ in range(n):
-                f(*args)
-            return rtsys.get_allocation_stats().alloc - a0
-        print(count(real), count(nothing))
+        print(extra_allocations(real, args, 50))
     """)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, NUMBA_NRT_STATS="1",
-               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    tick, nothing = map(int, res.stdout.split()[-2:])
-    assert tick == nothing, (tick, nothing)
+    assert int(out[-1]) == 0, out

@@ -295,40 +295,9 @@ def test_small_robot_statics_by_hand():
         assert abs(tau[m.v_idx[m.body_joint_names.index("yaw")]]) < 1e-12
 
 
-class SmallPair:
-    """Like :class:`oracle.Pair`, for a robot with continuous joints: pinocchio stores a continuous
-    joint's angle as ``(cos θ, sin θ)`` (nq = 2), we store ``θ`` (nq = 1)."""
-
-    def __init__(self, xml, floating_base, **kw):
-        self.model = m = RobotModel.from_urdf(xml, floating_base=floating_base, **kw)
-        self.pin_model = pm = (pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if floating_base
-                               else pin.buildModelFromXML(xml))
-        self.pin_data = pm.createData()
-        self.v_map = np.arange(m.nv) if floating_base else np.zeros(m.nv, dtype=int)
-        self.q_slots = []   # (our q index, pinocchio q index, pinocchio nq)
-        for name in m.joint_names:
-            b, jid = m.body_joint_names.index(name), pm.getJointId(name)
-            self.v_map[m.v_idx[b]] = pm.idx_vs[jid]
-            self.q_slots.append((m.q_idx[b], pm.idx_qs[jid], pm.nqs[jid]))
-
-    def q_to_pin(self, q):
-        out = np.zeros(self.pin_model.nq)
-        if self.model.floating_base:
-            out[:7] = q[:7]
-        for k, kp, n in self.q_slots:
-            out[kp:kp + n] = [q[k]] if n == 1 else [np.cos(q[k]), np.sin(q[k])]
-        return out
-
-    def v_to_pin(self, v):
-        out = np.zeros(self.pin_model.nv)
-        out[self.v_map] = v
-        return out
-
-    def v_from_pin(self, vp):
-        return np.asarray(vp)[self.v_map]
-
-    def M_from_pin(self, Mp):
-        return np.asarray(Mp)[np.ix_(self.v_map, self.v_map)]
+class SmallPair(Pair):
+    """:class:`oracle.Pair` (which maps a continuous joint's ``θ`` to pinocchio's ``(cos θ, sin θ)``)
+    with joint angles drawn over ±3 rad, beyond a half turn."""
 
     def random_state(self, rng):
         m = self.model

@@ -8,10 +8,7 @@ truth when the readings are consistent.
 """
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import textwrap
 import tracemalloc
 
 import numpy as np
@@ -331,12 +328,10 @@ def test_compiled_tick_allocates_nothing_but_argument_boxing():
     """With numba's allocation statistics on, one estimate makes exactly as many runtime
     allocations as a do-nothing compiled function given the same arguments (numba's boxing of the
     array arguments): the tick itself allocates nothing."""
-    script = textwrap.dedent("""
-        import sys
-        import numba as nb
+    import nrt_stats
+    out = nrt_stats.run("""
         import numpy as np
-        from numba.core.runtime import rtsys
-        sys.path.insert(0, "test")
+        from nrt_stats import extra_allocations
         from test_structured import GroundTruth, icub_config, urdf_xml, Estimator
         from rbd_estimator.estimation import structured as st
         est = Estimator.from_urdf(urdf_xml("icub"), icub_config())
@@ -345,22 +340,8 @@ def test_compiled_tick_allocates_nothing_but_argument_boxing():
         args = s.arguments(inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], np.asarray(inputs["ft"]),
                            s._z0, s._z0)
         real = s.kernel
-        names = ", ".join(f"a{k}" for k in range(len(args)))
-        nothing = nb.njit([st._SIGNATURE])(eval(f"lambda {names}: 0"))
-        def count(f, n=100):
-            f(*args)
-            a0 = rtsys.get_allocation_stats().alloc
-            for _ in range(n):
-                f(*args)
-            return rtsys.get_allocation_stats().alloc - a0
         def tick(*a):
             assert real(*a) == 0
-        print(count(tick), count(nothing))
+        print(extra_allocations(tick, args, 100, [st._SIGNATURE]))
     """)
-    env = dict(os.environ, NUMBA_NRT_STATS="1", PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    tick, nothing = map(int, res.stdout.split()[-2:])
-    assert tick == nothing, (tick, nothing)
+    assert int(out[-1]) == 0, out
