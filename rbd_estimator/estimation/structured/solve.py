@@ -116,25 +116,22 @@ def _normal_equations(ip, fp, w):
             w[_u(bh + j)] += hj * s
     if not floating:
         return
-    # U = N_ah + ½ N_aa P (6 × NH, over N_ah); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a. P (6 × NH, row-major) is
-    # copied from K (its columns) so that the innermost loops run along rows.
-    U, Pt = Nah, ip[H_WU]
-    for j in range(NH):
-        for m in range(6):
-            w[_u(Pt + NH * m + j)] = w[_u(w_K + 6 * j + m)]
-    for k in range(6):                     # N_aa's upper triangle
-        for m in range(k + 1, 6):
-            w[_u(Naa + 6 * k + m)] = w[_u(Naa + 6 * m + k)]
+    # U = N_ah + ½ N_aa P (6 × NH); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a
+    U = ip[H_WU]
     for k in range(6):
-        for m in range(6):
-            a = 0.5 * w[_u(Naa + 6 * k + m)]
-            for j in range(NH):
-                w[_u(U + NH * k + j)] += a * w[_u(Pt + NH * m + j)]
+        for j in range(NH):
+            s = w[_u(Nah + NH * k + j)]
+            t = 0.0
+            for m in range(6):
+                nkm = w[_u(Naa + 6 * k + m)] if m <= k else w[_u(Naa + 6 * m + k)]
+                t += nkm * w[_u(w_K + 6 * j + m)]
+            w[_u(U + NH * k + j)] = s + 0.5 * t
     for j in range(NH):
-        for m in range(6):
-            p, u = w[_u(w_K + 6 * j + m)], w[_u(U + NH * m + j)]
-            for l in range(j + 1):
-                w[_u(Nhh + NH * j + l)] += p * w[_u(U + NH * m + l)] + u * w[_u(Pt + NH * m + l)]
+        for l in range(j + 1):
+            s = 0.0
+            for m in range(6):
+                s += w[_u(w_K + 6 * j + m)] * w[_u(U + NH * m + l)] + w[_u(U + NH * m + j)] * w[_u(w_K + 6 * l + m)]
+            w[_u(Nhh + NH * j + l)] += s
         s = 0.0
         for m in range(6):
             s += w[_u(w_K + 6 * j + m)] * w[_u(ba + m)]
