@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import fast_njit
 from ..model.cluster_kernels import (
-    CLOSURE_FAILED, FAST, NOT_FINITE, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
+    CLOSURE_FAILED, NOT_FINITE, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
     H_CW, H_CYV, H_IN, H_NC, H_NQ, H_NV, H_NVY, H_PM, H_QREF, H_SC, H_VI, H_ND, H_WDQ, H_WQ, H_WT,
     H_WXOUT, H_WXUP, H_YQ, H_YV, NW, SINGULAR, T_MAT, W_DINV, W_G, W_IA, W_S, W_SJ, W_Sdy, W_U, W_a, W_g, W_p,
     W_u, W_v, PackedClusterTree, cluster_constraint, cluster_position, crm_apply, joint_transform, mtv6, mul66,
@@ -39,7 +39,7 @@ M_INDEPENDENT, M_EFFORT_SPANNING, M_OUTPUT_SPANNING = 1, 2, 4
 
 
 # ---------------------------------------------------------------------------- small dense algebra
-@njit(fastmath=FAST)
+@fast_njit
 def _matmul(A, ao, B, bo, C, co, n, m, p, transpose_a=False):
     """``C = Â B`` (row-major; ``Â`` is n × m, ``B`` m × p): ``Â = A``, or with ``transpose_a``
     ``Â = Aᵀ`` of an ``A`` stored m × n."""
@@ -52,7 +52,7 @@ def _matmul(A, ao, B, bo, C, co, n, m, p, transpose_a=False):
             C[co + p * r + c] = s
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _inverse(A, ao, n, X, xo, T, to):
     """``X = A⁻¹`` (n × n) by Gauss–Jordan elimination with partial pivoting (``T[to:to+n²]``:
     scratch). ``A`` is a joint-space inertia, symmetric positive definite."""
@@ -83,14 +83,14 @@ def _inverse(A, ao, n, X, xo, T, to):
                         X[xo + n * r + k] -= f * X[xo + n * c + k]
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _bias_force(fp, io, v, vo, y, yo, T, to):
     """``y (+)= v ×* I v`` (eq. 58; ``T[to:to+6]``: scratch)."""
     mv6(fp, io, v, vo, T, to, False)                                # I v
     add_force_cross(v, vo, T, to, y, yo)                            # v ×* (I v)
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _finite(x):
     for k in range(x.size):
         if not np.isfinite(x[k]):
@@ -99,7 +99,7 @@ def _finite(x):
 
 
 # ---------------------------------------------------------------------------- cluster joint
-@njit(fastmath=FAST)
+@fast_njit
 def _parent_vector(ip, w, k, item):
     """Offset of the parent's output-body entry of stacked vector ``item`` (``-1``: the fixed base)."""
     par = ip[ip[H_CPAR] + k]
@@ -108,7 +108,7 @@ def _parent_vector(ip, w, k, item):
     return ip[ip[H_CW] + NW * par + item] + 6 * ip[ip[H_CSLOT] + k]
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _cluster_joint(ip, fp, w, k, q, dq, solve):
     """Cluster joint k at the state (Alg. 1, outward pass 1, lines 3–16; :func:`.clusters.cluster_joint`):
     ``q_k = γ_k(y_k)`` when ``solve``, ``G_k``, ``g_k`` (dependent ``q̇`` overwritten), ``ⁱX_λ(i)``,
@@ -185,7 +185,7 @@ def _cluster_joint(ip, fp, w, k, q, dq, solve):
     return 0
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _parent_acceleration(ip, fp, w, k, m, a0, out):
     """``(ᵏX_λ a_λ)_m = ⁱX_Λ a_Λ`` of body m of cluster k into ``w[out:out+6]`` (``a_Λ = a_0`` on the base)."""
     i = ip[ip[H_CB] + ip[ip[H_CB0] + k] + m]
@@ -196,7 +196,7 @@ def _parent_acceleration(ip, fp, w, k, m, a0, out):
         mv6(w, ip[H_WXOUT] + 36 * i, fp, a0, w, out, False)
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _to_parent(ip, w, k, x, accumulate_into):
     """``ˡX*_k x`` (eq. 36) added to the parent's output-body entry at ``accumulate_into``."""
     b0 = ip[H_CB] + ip[ip[H_CB0] + k]
@@ -204,7 +204,7 @@ def _to_parent(ip, w, k, x, accumulate_into):
         mtv6(w, ip[H_WXOUT] + 36 * ip[b0 + m], w, x + 6 * m, w, accumulate_into, True)
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _load_state(ip, fp, w, q, dq, x, fx, mode):
     """The spanning ``q``, ``q̇`` the passes work on (``w[WQ]``, ``w[WDQ]``): copies of the inputs, or
     the reference configuration with ``y`` and zero velocity with ``ẏ`` (independent state; the
@@ -230,7 +230,7 @@ def _load_state(ip, fp, w, q, dq, x, fx, mode):
     return True
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
     """Algorithm 1 (CE-ABA): ``ÿ`` into ``ddy`` and ``q̈ = G ÿ + g`` into ``ddq`` (spanning). ``q``,
     ``dq``: ``(y, ẏ)`` or spanning ``(q, q̇)`` (``mode``); ``tau``: ``τ`` (independent) or ``τ_tree``;
@@ -319,7 +319,7 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
     return 0
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _articulated_to_parent(ip, w, k, T):
     """Alg. 1 lines 7–10 (eqs. 59–60) for cluster k, on the parent's output-body entries:
     ``I_λᴬ += sym(ˡX*_k Iᵃ ᵏX_λ)`` and ``p_λᴬ += ˡX*_k pᵃ`` with ``Iᵃ = Iᴬ − U D⁻¹ Uᵀ`` and
@@ -391,7 +391,7 @@ def _articulated_to_parent(ip, w, k, T):
         w[pp + a] += w[y + a]
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
     """§V (CE-RNEA): ``τ = S_kᵀ f_kᴶ`` per cluster into ``tau`` (independent), and with
     :data:`M_OUTPUT_SPANNING` ``τ_tree = P_k τ_k``, ``P_k = G_k (G_kᵀ G_k)⁻¹ = (G_kᵀ)⁺`` (eq. 31)
@@ -444,7 +444,7 @@ def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
     return 0
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _spanning_effort(ip, w, k, tau, tau_tree, T):
     """``τ_tree,k = G_k (G_kᵀ G_k)⁻¹ τ_k`` (eq. 31; ``T``: scratch)."""
     cw = ip[H_CW] + NW * k

@@ -12,22 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import fast_njit
 from ..model.robot_model import FREE, PRISMATIC, REVOLUTE
 
-#: Floating-point licences of the dynamics kernels: FMA contraction and reassociation (so that the
-#: 6-vector loops vectorise), never ``nnan``/``ninf`` (a NaN input stays visible).
-FAST = {"contract", "reassoc", "nsz", "arcp"}
-
-
 def kernel(fn):
-    """A compiled dynamics kernel (:func:`rbd_estimator.jit.njit` with :data:`FAST`)."""
-    return njit(fn, fastmath=FAST)
+    """A compiled dynamics kernel (:func:`rbd_estimator.jit.fast_njit`: the package's fast-math
+    licences, never ``nnan``/``ninf``, so a NaN input stays visible)."""
+    return fast_njit(fn)
 
 
 def inline(fn):
     """A small compiled primitive, inlined into its callers (a call costs as much as its body)."""
-    return njit(fn, fastmath=FAST, inline="always")
+    return fast_njit(fn, inline="always")
 
 
 @inline

@@ -53,8 +53,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import ConfigError
-from ..jit import njit
-from ..model.cluster_kernels import (CLOSURE_FAILED, FAST, NOT_FINITE, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
+from ..jit import fast_njit
+from ..model.cluster_kernels import (CLOSURE_FAILED, NOT_FINITE, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
                                      PackedClusterTree, cluster_constraint, cluster_position, packable)
 from ..model.clusters import ClusterTree
 from ..model.loops import BeltTransmission, ExplicitLoop, LinearTransmission, LinkAndRotor, LoopConfig
@@ -327,7 +327,7 @@ def _cat(parts) -> np.ndarray:
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _loop_state(ip, fp, w, nl, E):
     """One tick's spanning state ``[q q̇ q̈]`` (rows of ``Q``, tree joints) from ``[y ẏ ÿ]`` (rows of
     ``Y``): checks ``Y`` is finite, closes every state-dependent cluster at ``(y, ẏ)`` from the

@@ -21,21 +21,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import fast_njit
 from .clusters import ClusterTree
 from .loops import ExplicitLoop
 from .joints import motion_subspace
 from .robot_model import FREE, PRISMATIC, REVOLUTE
 
 __all__ = ["PackedClusterTree", "packable", "joint_transform", "cluster_position", "cluster_constraint",
-           "CLOSED", "CLOSURE_FAILED", "SINGULAR", "NOT_FINITE", "FAST"]
+           "CLOSED", "CLOSURE_FAILED", "SINGULAR", "NOT_FINITE"]
 
 #: kernel status: the loops closed; a four-bar out of reach; a four-bar at a singular configuration;
 #: a non-finite input
 CLOSED, CLOSURE_FAILED, SINGULAR, NOT_FINITE = 0, 1, 2, 3
-#: numba's fast-math flags of these kernels (and :mod:`rbd_estimator.dynamics.ce_compiled`): contraction
-#: and reassociation let small products vectorise; no ``nnan``/``ninf``, so ``isfinite`` checks hold
-FAST = {"contract", "reassoc", "nsz", "arcp"}
 _CONSTANT, _FOUR_BAR = 0, 1                   # loop kinds in the blob
 
 _NAMES = (
@@ -208,7 +205,7 @@ def _pack_loops(tree: ClusterTree) -> dict:
 T_EJ, T_RJ, T_E, T_R, T_SMALL, T_MAT = 0, 9, 12, 21, 24, 72
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def mul66(A, ao, B, bo, C, co):
     """``C = A B`` for row-major 6 × 6 blocks (C must not overlap A or B)."""
     for r in range(6):
@@ -219,7 +216,7 @@ def mul66(A, ao, B, bo, C, co):
             C[co + 6 * r + c] = s
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def mv6(A, ao, x, xo, y, yo, accumulate, transpose=False):
     """``y (+)= A x`` (or ``Aᵀ x``) for a row-major 6 × 6 block (``Aᵀ`` of a motion transform: the
     force transform ``ˡX*_k = (ᵏX_ℓ)ᵀ``)."""
@@ -231,13 +228,13 @@ def mv6(A, ao, x, xo, y, yo, accumulate, transpose=False):
         y[yo + r] = y[yo + r] + s if accumulate else s
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def mtv6(A, ao, x, xo, y, yo, accumulate):
     """``y (+)= Aᵀ x`` (:func:`mv6` transposed)."""
     mv6(A, ao, x, xo, y, yo, accumulate, True)
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def crm_apply(v, vo, u, uo, y, yo, accumulate):
     """``y (+)= v × u`` (motion cross product, Featherstone eq. 2.31)."""
     w0, w1, w2, l0, l1, l2 = v[vo], v[vo + 1], v[vo + 2], v[vo + 3], v[vo + 4], v[vo + 5]
@@ -249,7 +246,7 @@ def crm_apply(v, vo, u, uo, y, yo, accumulate):
         y[yo + k] = y[yo + k] + r[k] if accumulate else r[k]
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def joint_transform(ip, fp, w, q, i, X, xo):
     """``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Nori eqs. 2–3a; :func:`.joints.joint_transform`) into
     ``X[xo:xo+36]``: with ``X_J = plux(E_J, r_J)`` and ``X_T = plux(E_T, r_T)``, the product is
@@ -296,7 +293,7 @@ def joint_transform(ip, fp, w, q, i, X, xo):
     plux(w, e, w, r, X, xo)
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def plux(E, eo, rv, ro, X, xo):
     """``X = plux(E, r) = [[E, 0], [−E r×, E]]`` (Featherstone eq. 2.24), row-major 6 × 6."""
     r0, r1, r2 = rv[ro], rv[ro + 1], rv[ro + 2]
@@ -318,7 +315,7 @@ F_BODY, F_PHI, F_NA, F_NB, F_JA, F_JB, F_VA = 90, 270, 276, 279, 282, 300, 318
 F_LS, F_GL, F_gl, F_T, F_SMALL_P, F_KEY = 360, 420, 424, 428, 450, 480
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _point_motion(w, xo, p0, p1, p2, u, uo, y, yo):
     """``y = Φ u = [Eᵀ ω; Eᵀ (v − p × ω)]``: body motion ``u`` as the motion of the body point ``p``,
     in root orientation (``E`` = top-left block of ``X = ᵇX_root`` at ``xo``)."""
@@ -332,7 +329,7 @@ def _point_motion(w, xo, p0, p1, p2, u, uo, y, yo):
         y[yo + 3 + k] = e0 * l0 + e1 * l1 + e2 * l2
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _point_position(w, xo, p0, p1, p2, y, yo):
     """Position of the body point ``p`` in root coordinates: ``r + Eᵀ p`` with ``r×`` from
     ``X₂₁ = −E r×`` (plux), ``X = ᵇX_root`` at ``xo``."""
@@ -352,7 +349,7 @@ def _point_position(w, xo, p0, p1, p2, y, yo):
     y[yo + 2] += s10
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _four_bar_closure(ip, fp, w, l, q):
     """``φ(q)`` of four-bar ``l`` and its kinematics (:func:`.loop_closure._closure`): transforms and
     Jacobians of the path bodies (root fixed), ``φ = [p_a − p_b; n_a × n_b]``, ``n_a``, ``n_b`` and
@@ -415,7 +412,7 @@ def _four_bar_closure(ip, fp, w, l, q):
             w[f + F_JB + 3 * r + c] = w[f + F_SMALL_P + 18 + r]
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _ls2(w, ao, bo, m, xo):
     """Least squares ``min |A x − b|`` for ``A`` with two columns (``m`` rows each, column-major at
     ``ao``) by Gram–Schmidt QR; writes ``x`` (2) at ``xo`` and returns ``σ_min/σ_max`` of ``A``."""
@@ -453,7 +450,7 @@ def _ls2(w, ao, bo, m, xo):
     return ratio
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _closure_jacobian_columns(w, f, jd0, jd1, out):
     """Columns ``jd0``, ``jd1`` of ``∂φ/∂q`` (:func:`.loop_closure._closure_jacobian`) into
     ``w[out:out+12]`` (column-major): point velocities, and
@@ -474,7 +471,7 @@ def _closure_jacobian_columns(w, f, jd0, jd1, out):
         w[o + 5] = c0 * nb1 - c1 * nb0 + na0 * d1 - na1 * d0
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _max_abs(w, o, n):
     m = 0.0
     for k in range(n):
@@ -482,7 +479,7 @@ def _max_abs(w, o, n):
     return m
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _close_four_bar(ip, fp, w, l, q, qref, max_iter, max_step):
     """Dependent angles of four-bar ``l`` at the independent one in ``q``, on the assembly branch of
     ``qref`` (:func:`.loop_closure._close`): continuation from ``qref`` in steps of at most
@@ -516,7 +513,7 @@ def _close_four_bar(ip, fp, w, l, q, qref, max_iter, max_step):
     return CLOSED if _max_abs(w, f + F_PHI, 6) < 1e-10 else CLOSURE_FAILED
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def _four_bar_explicit(ip, fp, w, l, q, dq, with_dq):
     """``G_l = −K_d⁺ K_i`` and ``g_l = K_d⁺ k`` (eqs. 2–4; :func:`.loop_closure._four_bar_explicit`)
     into ``w[WFB + F_GL]`` and ``w[WFB + F_gl]`` (2 each); with ``dq``, its dependent entries are
@@ -600,7 +597,7 @@ def _four_bar_explicit(ip, fp, w, l, q, dq, with_dq):
 
 
 # ---------------------------------------------------------------------------- one cluster
-@njit(fastmath=FAST)
+@fast_njit
 def cluster_position(ip, fp, w, k, q, qref):
     """``q_k = γ_k(y_k)`` (Alg. 1, line 3) in place in the spanning ``q``: every loop of cluster k
     in order, four-bars closed on the assembly branch of ``qref``. Returns ``-1`` or the index of
@@ -622,7 +619,7 @@ def cluster_position(ip, fp, w, k, q, qref):
     return -1
 
 
-@njit(fastmath=FAST)
+@fast_njit
 def cluster_constraint(ip, fp, w, k, q, dq, with_dq, G, go, g, gro):
     """``G_k`` (``n_f × n_y``, row-major at ``G[go]``) and ``g_k`` (``n_f`` at ``g[gro]``) of cluster k
     at ``q`` (eq. 6; Alg. 1, lines 4–6), composed loop by loop. ``with_dq``: the independent
