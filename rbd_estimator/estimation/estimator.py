@@ -294,8 +294,9 @@ class Estimator(ConfigNames):
     def _state_buffers(self, tail: np.ndarray | None = None) -> np.ndarray:
         """``_E`` (NB, 3, 3), ``_v`` (NB, 6), ``_x`` (N), ``_imu_buf`` (13), ``_out``, ``_info`` (4):
         views of one buffer ``_state``, which the structured kernel takes as one argument, followed
-        by a copy of ``tail`` (its constants and work space: each array argument costs a call an
-        allocation and two atomic reference counts); :attr:`result` views it. Returns the tail's view."""
+        by a copy of ``tail`` (the kernel's constants and work space: each array argument of a
+        compiled call costs an allocation and two atomic reference counts); :attr:`result` views
+        it. Returns the view of the tail."""
         NB, o = self.model.NB, self.state_offsets()
         self._state = S = np.zeros(o["STAIL"] + (0 if tail is None else tail.size))
         S[:9 * NB], S[9 * NB:15 * NB] = self._E.ravel(), self._v.ravel()

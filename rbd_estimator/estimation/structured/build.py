@@ -324,7 +324,7 @@ def _build(est) -> StructuredSolver:
     counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NFT=len(cfg.ft_sensors),
                   NCELLS=n_cells, NJT=n_jt, **est.state_offsets())
-    tail = est.state_offsets()["STAIL"]
+    tail = counts["STAIL"]
     counts.update(SFP=tail, SW=tail + fp.size, SEND=tail + fp.size + w.size)
     for d in (k_off, counts, i_off, f_off, w_off):
         for k, v in d.items():

@@ -93,23 +93,25 @@ def _observations(ip, fp, w):
                         w[_u(w_D + (o + a) * NZ + k)] = w[_u(col6 + 6 + a)]
     i_pair = ip[H_PAIR]
     for pk in range(ip[H_NPAIR]):
-        o, c, b, sx = ip[_u(i_pair + 4 * pk)], ip[_u(i_pair + 4 * pk + 1)], ip[_u(i_pair + 4 * pk + 2)], ip[_u(i_pair + 4 * pk + 3)]
-        if sx >= 0:                                    # sᵀ(−ᵇX*_0 Φ) = −(⁰X_b s)ᵀ Φ
+        pr = i_pair + 4 * pk
+        o, c, b, sx = ip[_u(pr)], ip[_u(pr + 1)], ip[_u(pr + 2)], ip[_u(pr + 3)]
+        if sx >= 0:                                    # one row: sᵀ(−ᵇX*_0 Φ) = −(⁰X_b s)ᵀ Φ
             mx_inv(w, w_R + 9 * b, w, w_p + 3 * b, fp, sx, w, col6)
-        for j in range(ip[_u(i_ck + c)]):
-            col = ip[_u(i_choff + c)] + j
-            if sx >= 0:
+            for j in range(ip[_u(i_ck + c)]):
+                col = ip[_u(i_choff + c)] + j
                 d = 0.0
                 for a in range(6):
                     d -= w[_u(col6 + a)] * w[_u(w_Phi + 6 * col + a)]
                 w[_u(w_D + o * NZ + za + col)] = d
-                continue
-            fx(w, w_R + 9 * b, w, w_p + 3 * b, w, w_Phi + 6 * col, w, col6, -1.0)
-            for a in range(6):
-                w[_u(w_D + (o + a) * NZ + za + col)] = w[_u(col6 + a)]
+        else:                                          # six rows: −ᵇX*_0 Φ
+            for j in range(ip[_u(i_ck + c)]):
+                col = ip[_u(i_choff + c)] + j
+                fx(w, w_R + 9 * b, w, w_p + 3 * b, w, w_Phi + 6 * col, w, col6, -1.0)
+                for a in range(6):
+                    w[_u(w_D + (o + a) * NZ + za + col)] = w[_u(col6 + a)]
 
 
-@njit(inline="always")                   # inlined: a call per joint would increment and decrement the arrays' counts
+@njit(inline="always")       # inlined: a call per joint would increment and decrement the arrays' counts
 def _projected_wrench(ip, fp, w, floating, NZ, b, o, sx, t):
     """One projection ``sᵀ f_b`` of a body's wrench (a joint-torque sensor: ``s`` its motion axis):
     ``v⁰ = sᵀ f⁰_b`` and ``D_a = sᵀ I^c_b ᵇX_0``, computed as ``(ᵇX_0ᵀ (I^c_b s))ᵀ`` (two

@@ -8,8 +8,8 @@ from numba import types as nbt
 from ..checks import first_non_finite, zero_if_finite
 from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
 from .layout import (H_FLOAT, H_IMUB, H_MS, H_NB, H_NCELLS, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_RED, H_SIMU,
-    H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, _A1, _A2, _IN, _QR_THRESHOLD,
-    _SINGULAR, _u, njit)
+    H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, _A1, _A2,
+    _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
 from .reduction import _backward_without_contacts, _base_equation, _observations
 from .solve import _cholesky_solve, _normal_equations, _qr_solve
@@ -23,8 +23,8 @@ def structured_tick(ip, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, cells, j
     kinematics fills them), the generic solution vector ``xsol`` (whose ``a_0`` entries are set for
     ``Estimate.base_acceleration``), the IMU sample ``imu_buf``, the outputs ``out`` and ``info``,
     then the packed constants ``fp`` and the work space ``w`` (one array instead of eight: numba
-    wraps each array argument in an allocated, atomically counted reference, ~80 ns). Returns 0; 1 for a non-finite input (``info[0]`` which, ``info[1]``
-    index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio); 3 for an
+    wraps each array argument in an allocated, atomically counted reference, ~80 ns). Returns 0; 1
+    for a non-finite input (``info[0]`` which, ``info[1]`` index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio); 3 for an
     input of the wrong size (nothing computed). Compiled by :func:`compiled_tick`."""
     NB, NJ, NH, MS = ip[H_NB], ip[H_NJ], ip[H_NH], ip[H_MS]
     fp, w = S[ip[H_SFP]:ip[H_SW]], S[ip[H_SW]:ip[H_SEND]]
