@@ -74,10 +74,11 @@ STALL_TOLERANT = 5.0
 DROPOUT_TIMEOUT = 2.0
 
 
-def params_from_yaml(path, xml, timeout=0.5, **overrides):
+def params_from_yaml(path, xml, timeout=STALL_TOLERANT, **overrides):
     """Flat parameters of a shipped YAML with the topics made relative (they follow the test's
     namespace), fast diagnostics, sensor timeouts of ``timeout`` (the test process also runs the
-    publishers and the planner: 50 ms would measure the test's scheduling) and the overrides."""
+    publishers and the planner: a short timeout would measure the test's scheduling; the dropout
+    tests pass their own) and the overrides."""
     cfg = SensorConfig.from_yaml(path)
     flat = cfg.to_parameters()
     flat.update({k: v for k, v in cfg.node.items()})
@@ -231,7 +232,7 @@ class Sim:
         self.wire_order = list(reversed(range(len(est.joint_names))))
         self.wire_names = [est.joint_names[i] for i in self.wire_order]
         self._pubs = [self.js, self.imu, *self.ft.values(), *self.cells.values()]
-        wait_until(lambda: all(p is None or p.get_subscription_count() > 0 for p in self._pubs), 5.0)
+        wait_until(lambda: all(p is None or p.get_subscription_count() > 0 for p in self._pubs), 10.0)
 
     def watch_contact(self, name):
         self.wrenches.setdefault(name, {})
@@ -469,7 +470,7 @@ def test_configure_failures_report_and_recover(ros, arm, capfd):
 def test_end_to_end_humanoid_matches_truth(ros, humanoid):
     xml, est = humanoid
     ns = unique_ns("e2e")
-    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, timeout=STALL_TOLERANT, oracle_every_n=5,
+    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=5,
                                           prepare_fallbacks=False), ns)
     sim = None
     try:
@@ -500,7 +501,7 @@ def test_end_to_end_load_cells_and_slippery_feet(ros):
     xml = read(HUMANOID)
     est = Estimator.from_urdf(xml, SensorConfig.from_yaml(LOADCELL_YAML))
     ns = unique_ns("cells")
-    node = ros.estimator(params_from_yaml(LOADCELL_YAML, xml, timeout=STALL_TOLERANT, oracle_every_n=0,
+    node = ros.estimator(params_from_yaml(LOADCELL_YAML, xml, oracle_every_n=0,
                                           prepare_fallbacks=False), ns)
     sim = None
     try:
@@ -513,7 +514,7 @@ def test_end_to_end_load_cells_and_slippery_feet(ros):
         assert max(errors) <= TOL, f"largest error {max(errors):.3g}"
         # a load-cell message with the wrong number of cells is rejected, counted, and ticks go on
         sim.cells["l_foot_cells"].publish(Float64MultiArray(data=[1.0, 2.0, 3.0]))
-        assert wait_until(lambda: node.input_rejections()["l_foot_cells"] == 1, 5.0)
+        assert wait_until(lambda: node.input_rejections()["l_foot_cells"] == 1, 10.0)
         sim.step(12)
         assert sim.error(12) <= TOL
         lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v.get("l_foot_cells/rejected", 0)) >= 1)
@@ -625,7 +626,7 @@ def test_bad_input_is_rejected_counted_and_ticks_go_on(ros, humanoid):
             before = node.input_counts()["joint_states"]
             rejected_after_js = node.input_rejections()["joint_states"] + 1
             sim.js.publish(msg)
-            assert wait_until(lambda: node.input_rejections()["joint_states"] == rejected_after_js, 5.0), reason
+            assert wait_until(lambda: node.input_rejections()["joint_states"] == rejected_after_js, 10.0), reason
             assert node.input_counts()["joint_states"] == before     # rejected
             sim.step(k)                                                # the node keeps ticking
             assert sim.error(k) <= TOL
@@ -636,7 +637,7 @@ def test_bad_input_is_rejected_counted_and_ticks_go_on(ros, humanoid):
         def rejected_after(name, publish):
             before = node.input_rejections()[name]
             publish()
-            assert wait_until(lambda: node.input_rejections()[name] == before + 1, 5.0), name
+            assert wait_until(lambda: node.input_rejections()[name] == before + 1, 10.0), name
 
         imu = Imu()
         imu.header.stamp = time_msg(f["stamp"])
@@ -777,9 +778,9 @@ def test_timer_tick_uses_latest_samples_until_joint_states_time_out(ros, arm):
         for k in range(2):
             sim.publish_sensors(k)
             sim.js.publish(sim.joint_state(k))
-            assert wait_until(lambda: node.input_counts()["joint_states"] == k + 1, 5.0)
+            assert wait_until(lambda: node.input_counts()["joint_states"] == k + 1, 10.0)
         stamp = sim.traj.stamp(1)
-        assert wait_until(lambda: getattr(sim, "count", 0) >= 5, 5.0)   # ticks without new joint states
+        assert wait_until(lambda: getattr(sim, "count", 0) >= 5, 10.0)   # ticks without new joint states
         assert set(sim.torques) == {stamp}                               # stamped with the joint state's stamp
         assert sim.error(1) <= TOL
         time.sleep(0.5)                                                  # joint states now older than 0.3 s
@@ -876,7 +877,7 @@ def test_end_to_end_rotor_humanoid_publishes_actuator_efforts(ros, humanoid):
     from rbd_estimator.estimation.loops import estimator_for
     xml, _ = humanoid
     loops_file = os.path.join(ROOT, "config", "humanoid_loops.yaml")
-    params = params_from_yaml(HUMANOID_YAML, xml, timeout=STALL_TOLERANT, prepare_fallbacks=False,
+    params = params_from_yaml(HUMANOID_YAML, xml, prepare_fallbacks=False,
                               loops_file=loops_file)
     lest = estimator_for(xml, SensorConfig.from_parameters(params))
     assert hasattr(lest, "tree") and lest.G.shape == (len(lest.estimator.joint_names), len(lest.joint_names))
@@ -931,7 +932,7 @@ def test_end_to_end_shipped_real_robot(ros, robot):
     xml, params = read(robots.urdf_file(robot)), robots.params_file(robot)
     est = Estimator.from_urdf(xml, SensorConfig.from_yaml(params))
     ns = unique_ns(robot)
-    node = ros.estimator(params_from_yaml(params, xml, timeout=STALL_TOLERANT, oracle_every_n=5,
+    node = ros.estimator(params_from_yaml(params, xml, oracle_every_n=5,
                                           prepare_fallbacks=False), ns)
     sim = None
     try:

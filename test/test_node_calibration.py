@@ -77,7 +77,7 @@ class Rig:
         flat.update(robot_description=xml, oracle_every_n=0, prepare_fallbacks=False)
         for k in list(flat):
             if k.endswith(".timeout"):
-                flat[k] = 2.0
+                flat[k] = 5.0               # the rig's publisher can stall seconds on a loaded CI machine
         self.ns = f"/cal{os.getpid()}"
         for k in list(flat):
             if k.endswith(".topic"):

@@ -15,7 +15,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from sensor_msgs.msg import JointState  # noqa: E402
 from rclpy.qos import QoSProfile, QoSReliabilityPolicy  # noqa: E402
-from test_node import (HUMANOID, HUMANOID_YAML, STALL_TOLERANT, TOL, Sim, params_from_yaml, read, ros, stamp_of,  # noqa: E402,F401
+from test_node import (HUMANOID, HUMANOID_YAML, TOL, Sim, params_from_yaml, read, ros, stamp_of,  # noqa: E402,F401
                        time_msg, unique_ns, wait_until)
 
 from rbd_estimator import Estimator, SensorConfig  # noqa: E402
@@ -32,7 +32,7 @@ class WalkingSim(Sim):
         self.states = {}
         self._subs.append(ros.client.create_subscription(JointState, f"{ns}/rbd_estimator/contact_state",
                                                          self._on_state, qos))
-        wait_until(lambda: self.cmd.get_subscription_count() > 0, 5.0)
+        wait_until(lambda: self.cmd.get_subscription_count() > 0, 10.0)
 
     def _on_state(self, msg):
         self.states[stamp_of(msg)] = (list(msg.name), np.array(msg.position), np.array(msg.velocity))
@@ -70,7 +70,7 @@ def switchable(cfg, mode="commanded", **kw):
 def _flat(cfg, xml, **kw):
     # lockstep publishing is slower than a controller's rate on a loaded machine: commands never time
     # out here (the timeout itself: test_contacts.py::test_contact_commands_hold_until_the_next_and_time_out)
-    flat = params_from_yaml(HUMANOID_YAML, xml, timeout=STALL_TOLERANT, oracle_every_n=0, prepare_fallbacks=False,
+    flat = params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=0, prepare_fallbacks=False,
                             contact_command_timeout=0.0, **kw)
     for c in cfg.contacts:
         flat.update({f"contact.{c.name}.{f}": getattr(c, f) for f in ("mode", "force_on", "force_off", "dwell")})

@@ -202,7 +202,7 @@ def test_replay_equals_the_live_node_on_the_same_messages(replayed):
     # replay above ran with 50 ms timeouts and no sensor was ever stale in the recording either
     for k in list(flat):
         if k.endswith(".timeout"):
-            flat[k] = 2.0
+            flat[k] = 5.0
     params = [Parameter(k, value=[float(x) for x in v] if isinstance(v, (list, tuple)) and v
                         and all(isinstance(x, (int, float)) for x in v) else v)
               for k, v in flat.items() if not (isinstance(v, (list, tuple)) and not v)]
