@@ -8,7 +8,9 @@ same parameters, feeds every message, in the recording's order, to the same
 and :class:`~rbd_estimator.ros.tick.TickCore` (freshness against the sensor timeouts, plan for the
 missing sensors, estimate) the live node uses, and writes the input topics plus the estimate topics
 (``<namespace>/<node>/joint_torques``, ``<namespace>/<node>/contact_wrenches/<contact>``) to a new
-bag. Reading and writing go through the public APIs of the ``rosbags`` package (and of the ``mcap``
+bag, and, when contacts are switchable, the contact state of every tick
+(``<namespace>/<node>/contact_state``, as the node publishes it; with fixed contacts the node's
+contact state is the same every tick, all in contact, and is not written). Reading and writing go through the public APIs of the ``rosbags`` package (and of the ``mcap``
 package, which reads MCAP recordings chunk by chunk: :mod:`rbd_estimator.ros.bag_io`): no ROS
 installation is needed.
 
@@ -143,6 +145,9 @@ class Replayer:
                 self._sensor_slots[r(slot.topic)] = slot.index
         self.torque_topic = r("~/joint_torques")
         self.wrench_topics = [r(f"~/contact_wrenches/{c}") for c in est.contact_names]
+        # ~/contact_state (switchable contacts): written after the estimate topics, before each estimate
+        self.state_topic = r("~/contact_state") if self.contacts.switchable else None
+        self._state_enc = cdr.ContactStateEncoder(self.contacts.names) if self.state_topic else None
         # the output messages as the node serializes them (cdr encoders), stamp and values set per estimate
         tau0 = cdr.JointTorquesEncoder(est.joint_names).encode(0, 0, np.zeros(len(est.joint_names)))
         self._templates = [np.frombuffer(tau0, np.uint8)]
@@ -154,6 +159,7 @@ class Replayer:
         self._emit = None
         self.collect = collect
         self.times, self.stamps, self.tau, self.wrenches = [], [], [], []
+        self.states = []                            # (stamp, in contact, source) per tick (collect, switchable)
         self.stale_timer_ticks = 0
 
     # ------------------------------------------------------------------ the node's callbacks
@@ -195,6 +201,14 @@ class Replayer:
 
     def _tick(self, now: int, stamp: int) -> None:
         out = self.core.tick(self.inputs, self.plans, now, self.contacts)
+        if self._state_enc is not None:             # every tick, with or without an estimate, as the node
+            c = self.contacts
+            if self._emit is not None:
+                sec, nsec = divmod(stamp, 1_000_000_000)
+                self._emit(1 + len(self.contact_names), now, self._state_enc.encode(sec, nsec, c.position, c.source,
+                                                                                   c.force))
+            if self.collect:
+                self.states.append((stamp, c.position > 0.5, c.source.copy()))
         if out is None:
             return
         _, r = out
@@ -479,7 +493,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
             raise ReplayError(f"cannot plan the estimator: {type(exc).__name__}: {exc}") from None
         wanted = dict(rep.handlers)
         desc_topic = resolve(settings.robot_description_topic, namespace, node_name)
-        outputs = {rep.torque_topic, *rep.wrench_topics}
+        outputs = {rep.torque_topic, *rep.wrench_topics, rep.state_topic}
         copy = [c for c in reader.connections
                 if (c.topic in wanted or c.topic == desc_topic) and c.topic not in outputs]
         if not any(c.topic == rep.js_topic for c in copy):
@@ -516,6 +530,8 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                                                       offered_qos_profiles=c.ext.offered_qos_profiles)
         est_conns = [writer.add_connection(rep.torque_topic, cdr.JOINT_STATE, typestore=ts)]
         est_conns += [writer.add_connection(t, cdr.WRENCH_STAMPED, typestore=ts) for t in rep.wrench_topics]
+        if rep.state_topic:
+            est_conns.append(writer.add_connection(rep.state_topic, cdr.JOINT_STATE, typestore=ts))
         out_conns = [out_conn.get((c.topic, c.msgtype)) for c in copy] + est_conns
         topics = [c.topic for c in copy]
         counter = [0]

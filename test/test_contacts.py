@@ -284,31 +284,51 @@ def test_contact_parameters_are_checked():
     assert isinstance(cfg.contacts[0], ContactConfig) and cfg.switchable_contacts == ("a",)
 
 
-def test_replay_of_a_trotting_recording_follows_the_commanded_contacts(go2):
-    """The replay (the node's tick logic) over serialized messages of a trot with its contact
-    commands: every estimate equals the truth of its phase, the feet in the air have zero wrenches."""
+def test_replay_of_a_trotting_recording_follows_the_commanded_contacts(go2, tmp_path):
+    """The replay (the node's tick logic) of a recorded trot with its contact commands: every
+    estimate equals the truth of its phase, the feet in the air have zero wrenches, and the output
+    bag's ``~/contact_state`` (read by rosbags) says which feet were down and that the command decided."""
     pytest.importorskip("rosbags")
     from groundtruth import Serializer
+    from rosbags.rosbag2 import Reader, Writer
 
-    from rbd_estimator.replay import Replayer
+    from rbd_estimator.replay import replay_bag
     xml, cfg, est = go2
     traj = Trajectory(est, seed=7, schedule=lambda k: trot(k, period=8))
-    rep = Replayer(xml, cfg, collect=True)
     ser = Serializer()
-    n, last = 40, None
-    for k in range(n):
-        f = traj.frame(k)
-        t = f["stamp"]
-        if last is None or not np.array_equal(last, f["active"]):
-            rep.feed("/contact_command", ser.joint_state(t, est.contact_names, f["active"].astype(float)), t)
-            last = f["active"]
-        rep.feed("/imu", ser.imu(t, f["readings"].imu), t)
-        rep.feed("/joint_states", ser.joint_state(t, est.joint_names, f["q"], f["dq"], f["tau"]), t + 1000)
-    assert len(rep.tau) == n - 1 and rep.contacts.switches >= 3
+    bag, n, last = str(tmp_path / "trot"), 40, None
+    with Writer(bag, version=9) as w:
+        conn = {t: w.add_connection(t, m, typestore=ser.ts) for t, m in (
+            ("/contact_command", "sensor_msgs/msg/JointState"), ("/imu", "sensor_msgs/msg/Imu"),
+            ("/joint_states", "sensor_msgs/msg/JointState"))}
+        for k in range(n):
+            f = traj.frame(k)
+            t = f["stamp"]
+            if last is None or not np.array_equal(last, f["active"]):
+                w.write(conn["/contact_command"], t,
+                        ser.joint_state(t, est.contact_names, f["active"].astype(float)))
+                last = f["active"]
+            w.write(conn["/imu"], t, ser.imu(t, f["readings"].imu))
+            w.write(conn["/joint_states"], t + 1000, ser.joint_state(t, est.joint_names, f["q"], f["dq"], f["tau"]))
+    out = str(tmp_path / "out")
+    summary, rep = replay_bag(bag, out, cfg, xml, collect=True)
+    assert not summary.error and len(rep.tau) == n - 1 and rep.contacts.switches >= 3
     for stamp, tau, w in zip(rep.stamps, rep.tau, rep.wrenches):
         truth = traj.frame((stamp - traj.t0_ns) // traj.dt_ns)
         assert _rel(tau, truth["tau"]) <= 1e-9 and _rel(w, truth["wrenches"]) <= 1e-9
         assert not w[~truth["active"]].any()
+    states = {}
+    with Reader(out) as r:
+        conns = [c for c in r.connections if c.topic == "/rbd_estimator/contact_state"]
+        assert len(conns) == 1 and conns[0].msgtype == "sensor_msgs/msg/JointState"
+        for c, _, raw in r.messages(connections=conns):
+            m = ser.ts.deserialize_cdr(raw, c.msgtype)
+            states[m.header.stamp.sec * 10**9 + m.header.stamp.nanosec] = m
+    assert sorted(states) == list(rep.stamps)                      # one state per tick
+    for stamp, m in states.items():
+        truth = traj.frame((stamp - traj.t0_ns) // traj.dt_ns)
+        assert list(m.name) == list(est.contact_names)
+        assert np.array_equal(m.position > 0.5, truth["active"]) and np.all(m.velocity == 1.0)   # 1: commanded
 
 
 def test_knowing_the_feet_in_the_air_lowers_the_error_with_noisy_sensors(go2):

@@ -17,6 +17,7 @@ configurations are needed (200 lifecycle cycles, configure failures), the small 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -71,7 +72,7 @@ def unique_ns(tag):
 STALL_TOLERANT = 5.0
 #: Sensor timeout (s) of the dropout tests: long enough that a stalled lockstep frame keeps the other
 #: sensors fresh, short enough to wait out.
-DROPOUT_TIMEOUT = 2.0
+DROPOUT_TIMEOUT = 3.0
 
 
 def params_from_yaml(path, xml, timeout=STALL_TOLERANT, **overrides):
@@ -358,6 +359,26 @@ class Sim:
         return all(np.isfinite(v).all() for v in list(self.all_values))
 
 
+@contextlib.contextmanager
+def running(ros, params: dict, ns: str, traj, plans_timeout=None, sim_class=Sim):
+    """An estimator node in ``ns`` with ``params``, configured and activated (and its single-loss
+    plans awaited up to ``plans_timeout`` s when given), with a ``sim_class`` publishing ``traj`` to
+    it; yields the simulation (``.node`` is the node) and destroys both on the way out."""
+    node = ros.estimator(params, ns)
+    sim = None
+    try:
+        assert ros.transition(node, "configure"), node.last_error
+        assert ros.transition(node, "activate")
+        if plans_timeout is not None:
+            assert node.wait_for_plans(plans_timeout)
+        sim = sim_class(ros, node, traj, ns)
+        yield sim
+    finally:
+        if sim:
+            sim.close()
+        ros.destroy(node)
+
+
 @pytest.fixture(scope="module")
 def humanoid():
     xml = read(HUMANOID)
@@ -470,13 +491,8 @@ def test_configure_failures_report_and_recover(ros, arm, capfd):
 def test_end_to_end_humanoid_matches_truth(ros, humanoid):
     xml, est = humanoid
     ns = unique_ns("e2e")
-    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=5,
-                                          prepare_fallbacks=False), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure"), node.last_error
-        assert ros.transition(node, "activate")
-        sim = Sim(ros, node, Trajectory(est, seed=1), ns)
+    params = params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=5, prepare_fallbacks=False)
+    with running(ros, params, ns, Trajectory(est, seed=1)) as sim:
         n = 40
         for k in range(n):
             sim.step(k, expect_output=k > 0)          # the first joint state only starts the filter
@@ -491,23 +507,15 @@ def test_end_to_end_humanoid_matches_truth(ros, humanoid):
             float(v["tick_latency_median_ms"])
         assert int(v["plan_nnz"]) > 0 and int(v["plan_fill_in"]) >= 0
         assert int(v["joint_states/received"]) == n and v["l_foot_ft_sensor/fresh"] in ("true", "false")
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 def test_end_to_end_load_cells_and_slippery_feet(ros):
     xml = read(HUMANOID)
     est = Estimator.from_urdf(xml, SensorConfig.from_yaml(LOADCELL_YAML))
     ns = unique_ns("cells")
-    node = ros.estimator(params_from_yaml(LOADCELL_YAML, xml, oracle_every_n=0,
-                                          prepare_fallbacks=False), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure"), node.last_error
-        assert ros.transition(node, "activate")
-        sim = Sim(ros, node, Trajectory(est, seed=2), ns)
+    params = params_from_yaml(LOADCELL_YAML, xml, oracle_every_n=0, prepare_fallbacks=False)
+    with running(ros, params, ns, Trajectory(est, seed=2)) as sim:
+        node = sim.node
         for k in range(12):
             sim.step(k, expect_output=k > 1)          # joints and gyro both need two samples
         errors = [sim.error(k) for k in range(2, 12)]
@@ -519,10 +527,6 @@ def test_end_to_end_load_cells_and_slippery_feet(ros):
         assert sim.error(12) <= TOL
         lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v.get("l_foot_cells/rejected", 0)) >= 1)
         assert int(v["l_foot_cells/rejected/wrong_length"]) == 1
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 # ============================================================================ reconfiguration
@@ -531,12 +535,9 @@ def test_reconfiguration_while_active(ros, humanoid):
     ns = unique_ns("reconf")
     # Planning holds the GIL for seconds at a time (dense SVDs), and this process also runs the
     # publishers: generous timeouts, so a pause of the publishers is not taken for a dropout.
-    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, timeout=10.0, oracle_every_n=0,
-                                          prepare_fallbacks=False), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure") and ros.transition(node, "activate")
-        sim = Sim(ros, node, Trajectory(est, seed=3), ns)
+    params = params_from_yaml(HUMANOID_YAML, xml, timeout=10.0, oracle_every_n=0, prepare_fallbacks=False)
+    with running(ros, params, ns, Trajectory(est, seed=3)) as sim:
+        node = sim.node
         sim.watch_contact("l_hand")
         k = 0
         for _ in range(5):
@@ -589,21 +590,15 @@ def test_reconfiguration_while_active(ros, humanoid):
             sim.step(k)
             k += 1
         assert sim.error(k - 1) <= TOL and sim.traj.stamp(k - 1) in sim.wrenches["l_hand"]
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 # ============================================================================ bad input, dropouts
 def test_bad_input_is_rejected_counted_and_ticks_go_on(ros, humanoid):
     xml, est = humanoid
     ns = unique_ns("bad")
-    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=0, prepare_fallbacks=False), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure") and ros.transition(node, "activate")
-        sim = Sim(ros, node, Trajectory(est, seed=4), ns)
+    params = params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=0, prepare_fallbacks=False)
+    with running(ros, params, ns, Trajectory(est, seed=4)) as sim:
+        node = sim.node
         k = 0
         for _ in range(3):
             sim.step(k, expect_output=k > 0)
@@ -667,21 +662,14 @@ def test_bad_input_is_rejected_counted_and_ticks_go_on(ros, humanoid):
         assert int(v[f"{est.ft_names[1]}/rejected/stamp_not_increasing"]) == 1
         assert sim.all_finite()                                        # never a NaN on the outputs
         assert int(v["nonfinite_outputs"]) == 0
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 def test_sensor_dropout_degrades_and_recovers(ros, humanoid):
     xml, est = humanoid
     ns = unique_ns("drop")
-    node = ros.estimator(params_from_yaml(HUMANOID_YAML, xml, timeout=DROPOUT_TIMEOUT, oracle_every_n=0), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure") and ros.transition(node, "activate")
-        assert node.wait_for_plans(120.0)                         # single-loss plans prepared
-        sim = Sim(ros, node, Trajectory(est, seed=5), ns)
+    params = params_from_yaml(HUMANOID_YAML, xml, timeout=DROPOUT_TIMEOUT, oracle_every_n=0)
+    with running(ros, params, ns, Trajectory(est, seed=5), plans_timeout=120.0) as sim:
+        node = sim.node
         k = 0
         for _ in range(3):
             sim.step(k, expect_output=k > 0)
@@ -703,21 +691,13 @@ def test_sensor_dropout_degrades_and_recovers(ros, humanoid):
         assert sim.error(k - 1) <= TOL
         sim.latest_diagnostics(lambda lvl, m, v: m == "OK" and v["active_plan"] == "full")
         assert node.status == (b"\x00", "OK")
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 def test_sensor_dropout_without_well_posed_set_is_an_error(ros, arm):
     xml, est = arm
     ns = unique_ns("dropall")
-    node = ros.estimator(params_from_yaml(ARM_YAML, xml, timeout=DROPOUT_TIMEOUT, oracle_every_n=0), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure") and ros.transition(node, "activate")
-        assert node.wait_for_plans(60.0)
-        sim = Sim(ros, node, Trajectory(est, seed=6), ns)
+    params = params_from_yaml(ARM_YAML, xml, timeout=DROPOUT_TIMEOUT, oracle_every_n=0)
+    with running(ros, params, ns, Trajectory(est, seed=6), plans_timeout=60.0) as sim:
         for k in range(3):
             sim.step(k, expect_output=k > 0)
         time.sleep(DROPOUT_TIMEOUT + 0.2)
@@ -734,10 +714,6 @@ def test_sensor_dropout_without_well_posed_set_is_an_error(ros, arm):
             sim.step(k)                                            # the sensor returns: estimates resume
         assert sim.error(8) <= TOL
         sim.latest_diagnostics(lambda lvl, m, v: m == "OK")
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 # ============================================================================ memory
@@ -769,12 +745,9 @@ def test_200_lifecycle_cycles_do_not_leak(ros, arm):
 def test_timer_tick_uses_latest_samples_until_joint_states_time_out(ros, arm):
     xml, est = arm
     ns = unique_ns("timer")
-    node = ros.estimator(params_from_yaml(ARM_YAML, xml, tick="timer", rate_hz=100.0, joint_states_timeout=0.3,
-                                          oracle_every_n=0), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure") and ros.transition(node, "activate")
-        sim = Sim(ros, node, Trajectory(est, seed=7), ns)
+    params = params_from_yaml(ARM_YAML, xml, tick="timer", rate_hz=100.0, joint_states_timeout=0.3, oracle_every_n=0)
+    with running(ros, params, ns, Trajectory(est, seed=7)) as sim:
+        node = sim.node
         for k in range(2):
             sim.publish_sensors(k)
             sim.js.publish(sim.joint_state(k))
@@ -789,10 +762,6 @@ def test_timer_tick_uses_latest_samples_until_joint_states_time_out(ros, arm):
         time.sleep(0.2)
         assert node._core.outputs == n                                   # no estimate from stale joint states
         lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v["stale_timer_ticks"]) > 0)
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 # ============================================================================ the derivative filter
@@ -882,12 +851,7 @@ def test_end_to_end_rotor_humanoid_publishes_actuator_efforts(ros, humanoid):
     lest = estimator_for(xml, SensorConfig.from_parameters(params))
     assert hasattr(lest, "tree") and lest.G.shape == (len(lest.estimator.joint_names), len(lest.joint_names))
     ns = unique_ns("loops")
-    node = ros.estimator(params, ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure"), node.last_error
-        assert ros.transition(node, "activate")
-        sim = Sim(ros, node, LoopTrajectory(lest, seed=3), ns)
+    with running(ros, params, ns, LoopTrajectory(lest, seed=3)) as sim:
         n = 20
         for k in range(n):
             sim.step(k, expect_output=k > 0)
@@ -895,10 +859,6 @@ def test_end_to_end_rotor_humanoid_publishes_actuator_efforts(ros, humanoid):
         assert sim.all_finite()
         lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: "oracle_error" in v)
         assert "loops" in v["oracle_error"]
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 def test_doubtful_inertia_warns_once_at_configure_or_is_refused_with_strict_model(ros, arm, capfd):
@@ -932,13 +892,8 @@ def test_end_to_end_shipped_real_robot(ros, robot):
     xml, params = read(robots.urdf_file(robot)), robots.params_file(robot)
     est = Estimator.from_urdf(xml, SensorConfig.from_yaml(params))
     ns = unique_ns(robot)
-    node = ros.estimator(params_from_yaml(params, xml, oracle_every_n=5,
-                                          prepare_fallbacks=False), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure"), node.last_error
-        assert ros.transition(node, "activate")
-        sim = Sim(ros, node, Trajectory(est, seed=3), ns)
+    params = params_from_yaml(params, xml, oracle_every_n=5, prepare_fallbacks=False)
+    with running(ros, params, ns, Trajectory(est, seed=3)) as sim:
         n = 30
         for k in range(n):
             sim.step(k, expect_output=k > 0)
@@ -947,10 +902,6 @@ def test_end_to_end_shipped_real_robot(ros, robot):
         assert max(errors) <= 1e-9 * scale * 100, f"{robot}: largest error {max(errors):.3g}"
         lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v["oracle_checks"]) >= 5)
         assert float(v["oracle_residual"]) < 1e-6 and msg == "OK"
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 def test_configure_time_is_logged_and_reported_once_on_diagnostics(ros, arm, capfd):

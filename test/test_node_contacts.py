@@ -15,8 +15,8 @@ rclpy = pytest.importorskip("rclpy")
 
 from sensor_msgs.msg import JointState  # noqa: E402
 from rclpy.qos import QoSProfile, QoSReliabilityPolicy  # noqa: E402
-from test_node import (HUMANOID, HUMANOID_YAML, TOL, Sim, params_from_yaml, read, ros, stamp_of,  # noqa: E402,F401
-                       time_msg, unique_ns, wait_until)
+from test_node import (HUMANOID, HUMANOID_YAML, TOL, Sim, params_from_yaml, read, ros,  # noqa: E402,F401
+                       running, stamp_of, time_msg, unique_ns, wait_until)
 
 from rbd_estimator import Estimator, SensorConfig  # noqa: E402
 
@@ -89,12 +89,7 @@ def test_walking_with_force_torque_sensors_switches_without_skipping_a_tick(ros,
     cfg = switchable(SensorConfig.from_yaml(HUMANOID_YAML), mode, force_on=40.0, force_off=20.0, dwell=0.0)
     est = Estimator.from_urdf(xml, cfg)
     ns = unique_ns("walk")
-    node = ros.estimator(_flat(cfg, xml), ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure"), node.last_error
-        assert ros.transition(node, "activate")
-        sim = WalkingSim(ros, node, Trajectory(est, seed=2, schedule=gait), ns)
+    with running(ros, _flat(cfg, xml), ns, Trajectory(est, seed=2, schedule=gait), sim_class=WalkingSim) as sim:
         n = 22
         for k in range(n):
             sim.walk(k, expect_output=k > 0)
@@ -111,10 +106,6 @@ def test_walking_with_force_torque_sensors_switches_without_skipping_a_tick(ros,
                     assert not sim.wrenches[c][f["stamp"]][1].any()       # zero wrench, same stamp
         lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v.get("contacts/switches", 0)) >= 3)
         assert msg == "OK" and float(v["contacts/time_s/l_foot+r_foot"]) > 0
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
 
 
 def test_imu_only_biped_double_support_is_an_error_and_single_support_exact(ros):
@@ -129,12 +120,8 @@ def test_imu_only_biped_double_support_is_an_error_and_single_support_exact(ros)
     for k in [k for k in flat if k.startswith("ft.")]:
         del flat[k]
     ns = unique_ns("imuonly")
-    node = ros.estimator(flat, ns)
-    sim = None
-    try:
-        assert ros.transition(node, "configure"), node.last_error
-        assert ros.transition(node, "activate")
-        sim = WalkingSim(ros, node, Trajectory(est, seed=4, schedule=gait), ns)
+    with running(ros, flat, ns, Trajectory(est, seed=4, schedule=gait), sim_class=WalkingSim) as sim:
+        node = sim.node
         for k in range(5):                                                # left single support
             sim.walk(k, expect_output=k > 0)
         assert max(sim.error(k) for k in range(1, 5)) <= TOL
@@ -147,7 +134,3 @@ def test_imu_only_biped_double_support_is_an_error_and_single_support_exact(ros)
             sim.walk(k)
         assert max(sim.error(k) for k in range(11, 15)) <= TOL
         assert node.status[0] == b"\x00"
-    finally:
-        if sim:
-            sim.close()
-        ros.destroy(node)
