@@ -10,9 +10,9 @@ missing sensors, estimate) the live node uses, and writes the input topics plus 
 (``<namespace>/<node>/joint_torques``, ``<namespace>/<node>/contact_wrenches/<contact>``) to a new
 bag, and, when contacts are switchable, the contact state of every tick
 (``<namespace>/<node>/contact_state``, as the node publishes it; with fixed contacts the node's
-contact state is the same every tick, all in contact, and is not written). Reading and writing go through the public APIs of the ``rosbags`` package (and of the ``mcap``
-package, which reads MCAP recordings chunk by chunk: :mod:`rbd_estimator.ros.bag_io`): no ROS
-installation is needed.
+contact state is the same every tick, all in contact, and is not written). Reading and writing go
+through the public APIs of the ``rosbags`` package (and of the ``mcap`` package, which reads MCAP
+recordings chunk by chunk: :mod:`rbd_estimator.ros.bag_io`): no ROS installation is needed.
 
 Time: the node's clock ("now", against which freshness is measured) is the time the recorder
 received each message (the bag's log time), as the live node uses the middleware's receipt time.
@@ -159,7 +159,6 @@ class Replayer:
         self._emit = None
         self.collect = collect
         self.times, self.stamps, self.tau, self.wrenches = [], [], [], []
-        self.states = []                            # (stamp, in contact, source) per tick (collect, switchable)
         self.stale_timer_ticks = 0
 
     # ------------------------------------------------------------------ the node's callbacks
@@ -201,14 +200,11 @@ class Replayer:
 
     def _tick(self, now: int, stamp: int) -> None:
         out = self.core.tick(self.inputs, self.plans, now, self.contacts)
-        if self._state_enc is not None:             # every tick, with or without an estimate, as the node
+        if self._state_enc is not None and self._emit is not None:   # every tick, estimate or not, as the node
             c = self.contacts
-            if self._emit is not None:
-                sec, nsec = divmod(stamp, 1_000_000_000)
-                self._emit(1 + len(self.contact_names), now, self._state_enc.encode(sec, nsec, c.position, c.source,
-                                                                                   c.force))
-            if self.collect:
-                self.states.append((stamp, c.position > 0.5, c.source.copy()))
+            sec, nsec = divmod(stamp, 1_000_000_000)
+            self._emit(1 + len(self.contact_names), now, self._state_enc.encode(sec, nsec, c.position, c.source,
+                                                                               c.force))
         if out is None:
             return
         _, r = out
