@@ -117,6 +117,9 @@ def test_sparse_lu_forward_dynamics_equals_aba(robot, fb):
         ref = aba(P.model, q, v, tau, wrench)
         tol = 1e-9 if robot != "icub" else 1e-6       # iCub's JSIM reaches cond 1e12 (point-mass head)
         assert rel_err(fd.compute(q, v, tau, wrench), ref) < tol
+        if fb:                                         # a quaternion off unit length is normalised, as by aba
+            q[3:7] *= 1.5
+            assert rel_err(fd.compute(q, v, tau, wrench), aba(P.model, q, v, tau, wrench)) < tol
 
 
 # ---------------------------------------------------------------------------- Nori §VI

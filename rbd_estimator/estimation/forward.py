@@ -163,7 +163,8 @@ def _forward_kernel(ip, fp, w, E, V, floating, q, dq, tau, fx, a0, src, rsrc, of
         for k in range(6):
             rsrc[off[4] + 6 * i + k] = fx[i, k]
     if floating:                            # ⁰X_w a_w: gravity in base coordinates, R(quat)ᵀ a_w
-        qx, qy, qz, qw = q[3], q[4], q[5], q[6]
+        n = np.sqrt(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6])     # unit, as joint_transform's
+        qx, qy, qz, qw = q[3] / n, q[4] / n, q[5] / n, q[6] / n
         R = ((1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)),
              (2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)),
              (2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)))
