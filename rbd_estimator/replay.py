@@ -148,6 +148,7 @@ class Replayer:
         # ~/contact_state (switchable contacts): written after the estimate topics, before each estimate
         self.state_topic = r("~/contact_state") if self.contacts.switchable else None
         self._state_enc = cdr.ContactStateEncoder(self.contacts.names) if self.state_topic else None
+        self._state_conn = 1 + len(est.contact_names)      # its output index, after torques and wrenches
         # the output messages as the node serializes them (cdr encoders), stamp and values set per estimate
         tau0 = cdr.JointTorquesEncoder(est.joint_names).encode(0, 0, np.zeros(len(est.joint_names)))
         self._templates = [np.frombuffer(tau0, np.uint8)]
@@ -203,8 +204,7 @@ class Replayer:
         if self._state_enc is not None and self._emit is not None:   # every tick, estimate or not, as the node
             c = self.contacts
             sec, nsec = divmod(stamp, 1_000_000_000)
-            self._emit(1 + len(self.contact_names), now, self._state_enc.encode(sec, nsec, c.position, c.source,
-                                                                               c.force))
+            self._emit(self._state_conn, now, self._state_enc.encode(sec, nsec, c.position, c.source, c.force))
         if out is None:
             return
         _, r = out

@@ -155,11 +155,15 @@ class _Builder:
         self.u32(len(data))
         self.b += data
 
-    def doubles(self, arr):
-        self.u32(len(arr))
-        if len(arr):
+    def doubles_header(self, n):
+        """The length of a ``float64[]`` of ``n`` and the padding before its first element."""
+        self.u32(n)
+        if n:
             self.align(8)
-            self.b += np.ascontiguousarray(arr, dtype="<f8").tobytes()
+
+    def doubles(self, arr):
+        self.doubles_header(len(arr))
+        self.b += np.ascontiguousarray(arr, dtype="<f8").tobytes()
 
 
 def _joint_state_head(names, frame_id: str) -> _Builder:
@@ -182,9 +186,7 @@ class JointTorquesEncoder:
         b = _joint_state_head(names, frame_id)
         b.doubles(())
         b.doubles(())
-        b.u32(self.n)
-        if self.n:
-            b.align(8)
+        b.doubles_header(self.n)
         self._middle = bytes(b.b[12:])
 
     def encode(self, sec: int, nanosec: int, tau: np.ndarray) -> bytes:
@@ -198,16 +200,18 @@ class ContactStateEncoder:
     :mod:`~rbd_estimator.ros.contact_state`)."""
 
     def __init__(self, names, frame_id: str = ""):
-        self._middle = bytes(_joint_state_head(names, frame_id).b[12:])
+        b = _joint_state_head(names, frame_id)
+        b.doubles_header(len(names))
+        self._middle = bytes(b.b[12:])                 # up to the first position
+        # n doubles end 8-aligned: each next sequence starts with the same length and padding
+        nxt = _Builder()
+        nxt.doubles_header(len(names))
+        self._next = bytes(nxt.b[4:])
 
     def encode(self, sec: int, nanosec: int, position, velocity, effort) -> bytes:
-        b = _Builder()
-        b.b += _STAMP.pack(sec, nanosec)
-        b.b += self._middle
-        b.doubles(position)
-        b.doubles(velocity)
-        b.doubles(effort)
-        return bytes(b.b)
+        f64 = lambda a: np.ascontiguousarray(a, dtype="<f8").tobytes()  # noqa: E731
+        return b"".join((CDR_LE, _STAMP.pack(sec, nanosec), self._middle, f64(position), self._next, f64(velocity),
+                         self._next, f64(effort)))
 
 
 class WrenchStampedEncoder:

@@ -38,7 +38,6 @@ class ContactState:
         modes = [c.mode for c in cfg.contacts]
         self.source = np.array([{"always": ALWAYS, "commanded": COMMANDED, "detected": DETECTED}[m] for m in modes],
                                dtype=float)
-        self._mode = self.source.copy()
         self.active = np.ones(len(self.names), dtype=bool)
         self.position = np.ones(len(self.names))        # ``active`` as ~/contact_state publishes it (1.0 / 0.0)
         self.force = np.zeros(len(self.names))
@@ -48,8 +47,10 @@ class ContactState:
         self._timeout_ns = int(command_timeout * 1e9)
         self._index = {n: k for k, n in enumerate(self.names)}
         self.detector = self.est.detector() if self.est is not None and DETECTED in self.source else None
-        self._detected = np.flatnonzero(self._mode == DETECTED)
+        self._detected = np.flatnonzero(self.source == DETECTED)
         self.mask = self.est.mask_of(None) if self.est is not None else 0
+        n_subsets = len(self.est.reasons) if self.est is not None else 1
+        self._labels = [self.label(m) for m in range(n_subsets)]       # time_in's keys, built once
         self.switches = 0
         self.time_in: dict = {}
         self.unknown_commands = 0
@@ -95,7 +96,7 @@ class ContactState:
         if mask != self.mask:
             self.switches += 1
         if self._last_ns is not None:
-            label = self.label(self.mask)
+            label = self._labels[self.mask]
             self.time_in[label] = self.time_in.get(label, 0.0) + (now_ns - self._last_ns) * 1e-9
         self._last_ns = now_ns
         self.mask = mask
@@ -103,10 +104,6 @@ class ContactState:
 
     def label(self, mask: int) -> str:
         return subset_label(self.est.subset_names(mask)) if self.est is not None else "fixed"
-
-    def reason(self, mask: int) -> str | None:
-        """Why subset ``mask`` has no plan (None: it has one)."""
-        return None if self.est is None else self.est.reasons[mask]
 
 
 class _Cells:
