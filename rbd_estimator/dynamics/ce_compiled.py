@@ -533,7 +533,7 @@ class ClusterDynamics:
         if isinstance(f_ext, np.ndarray) and f_ext.shape == (self.tree.model.NB, 6):
             self._fx[:] = f_ext.ravel()
         else:
-            self._fx[:] = external_forces(self.tree.model, f_ext).ravel()
+            external_forces(self.tree.model, f_ext, out=self._fx.reshape(-1, 6))
         return self._fx
 
     def _raise(self, status: int, inputs: dict) -> None:

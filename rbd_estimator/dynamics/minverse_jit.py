@@ -11,15 +11,14 @@ block per body, a 0-DoF body sharing its parent's), so that the loops over colum
 """
 from __future__ import annotations
 
-import numpy as np
-
+from ..jit import uidx
 from .spatial_jit import inline, kernel
 from .tree_jit import (COL0, C_, DINV, DOFS, IA_, LEAF, PA_, PARENT, PBLK, SUB_HI, SUB_LO, SW_, U_, VIDX, W_SIZE,
                        _articulate, transforms, world_quantities)
 
-#: Column indices are unsigned in the loops over columns: numba then skips its negative-index
-#: wrap-around, which otherwise keeps those loops from vectorising (about 6× slower).
-U64 = np.uint64
+#: Column indices are unsigned in the loops over columns (:data:`rbd_estimator.jit.uidx`): numba then
+#: skips its negative-index wrap-around, which otherwise keeps those loops from vectorising (about 6× slower).
+U64 = uidx
 
 
 @kernel
