@@ -239,7 +239,7 @@ class Replayer:
         from .ros import batch as fast
         n_in = len(topics)
         self._emit = lambda j, t, data: write_one(n_in + j, t, data)
-        K = fast.kernel_args(self.inputs, self.plans.main.estimator) if self._batch_ok() else None
+        K = fast.kernel_args(self.inputs, self.plans.main) if self._batch_ok() else None
         if K is None:
             return self._feed_each(batch, range(len(batch)), topics, write_one)
         slot_of, res = self._slot_of(topics, fast), self._results_for(len(batch))

@@ -41,7 +41,7 @@ class GroundTruth:
         self.model = estimator.model
         cfg = estimator.config
         self.cfg = cfg
-        ft_joints = [estimator._layout.ft_sensor(s).joint for s in cfg.ft_sensors]
+        ft_joints = [s.bind(estimator.model).joint for s in cfg.ft_sensors]
         self.pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if cfg.floating_base else pin.buildModelFromXML(xml)
         self.pd = self.pm.createData()
         self.pm_ft = (pin.buildModelFromXML(unfix_joints(xml, ft_joints), pin.JointModelFreeFlyer())
@@ -140,7 +140,7 @@ class GroundTruth:
         pin.rnea(pm, pd, q, v, a, self._fext(pm, wrenches))
         out = []
         for s, joint in zip(self.cfg.ft_sensors, self.ft_joints):
-            sensor = self.est._layout.ft_sensor(s)   # metadata only: joint, frame, direction
+            sensor = s.bind(self.model)         # metadata only: joint, frame, direction
             f = pd.f[pm.getJointId(joint)]          # parent → child, child frame, about the joint origin
             w = np.concatenate([f.linear, f.angular])
             frame = s.frame or sensor.frame

@@ -62,7 +62,7 @@ def truth(est, contacts=None, angular_acceleration=False):
         cs = [ContactConfig("fixture", frame="root_link") if c == "fixture" else cfg.contact(c) for c in contacts]
         cfg = replace(cfg, contacts=tuple(cs))
     if angular_acceleration:
-        cfg = replace(cfg, imu=replace(cfg.imu, use_angular_acceleration=True))
+        cfg = cfg.with_sensor(replace(cfg.imu, use_angular_acceleration=True))
     return GroundTruth(urdf_xml("icub"), SimpleNamespace(model=est.model, config=cfg, _layout=est._layout))
 
 

@@ -17,6 +17,7 @@ from groundtruth import GroundTruth, Trajectory
 
 from rbd_estimator import Estimator, IllPosedError, SensorConfig, robots
 from rbd_estimator.estimation import SwitchingEstimator
+from rbd_estimator.estimation.config import FTConfig, LoadCellConfig
 from rbd_estimator.estimation.config import ContactConfig
 
 
@@ -128,7 +129,7 @@ def test_ill_posed_full_set_is_accepted_when_single_supports_are_well_posed():
     exact (6 base equations + 6 IMU rows determine the 6 base accelerations and the foot's wrench)."""
     xml = _read(robots.urdf_file("humanoid"))
     cfg = SensorConfig.from_yaml(robots.params_file("humanoid"))
-    imu_only = replace(cfg, ft_sensors=(), load_cells=(), imu=replace(cfg.imu, use_angular_acceleration=True))
+    imu_only = cfg.without_kind(FTConfig, LoadCellConfig).with_sensor(replace(cfg.imu, use_angular_acceleration=True))
     with pytest.raises(IllPosedError):
         Estimator.from_urdf(xml, imu_only)                         # fixed contacts: refused as before
     est = Estimator.from_urdf(xml, switchable(imu_only))
@@ -254,11 +255,11 @@ def test_detection_force_from_ft_sensor_and_load_cells_equals_the_normal_force()
     cfg = switchable(cfg, mode="detected")
     est = Estimator.from_urdf(xml, cfg)
     det = est.detector()
-    assert [s[0] for s in det.sources] == ["ft", "ft"]
+    assert [s[0] for s in det.sources] == ["left_ankle_ft", "right_ankle_ft"]     # the ankle sensors above the soles
     gt = GroundTruth(xml, est)
     rng = np.random.default_rng(2)
     inputs, truth = gt.sample(rng, wrench_scale=400.0)
-    fn = det.normal_forces(inputs["ft"], {}, est.ft_names, ())
+    fn = det.normal_forces(dict(zip(est.ft_names, inputs["ft"])))
     # the sensor also carries the foot's weight and inertia: the difference is bounded by them
     assert np.all(np.abs(fn - truth["wrenches"][:, 2]) < 0.25 * np.abs(truth["wrenches"][:, 2]).max()), \
         (fn, truth["wrenches"][:, 2])
@@ -366,7 +367,7 @@ def test_sensor_loss_during_walking_finds_the_plan_of_each_subset_or_says_why():
     from rbd_estimator.replay import Replayer
     xml = _read(robots.urdf_file("humanoid"))
     cfg = SensorConfig.from_yaml(robots.params_file("humanoid"))
-    cfg = switchable(replace(cfg, imu=replace(cfg.imu, use_angular_acceleration=True)))
+    cfg = switchable(cfg.with_sensor(replace(cfg.imu, use_angular_acceleration=True)))
     est = Estimator.from_urdf(xml, cfg)
     traj = Trajectory(est, seed=8, schedule=biped_gait)
     rep = Replayer(xml, cfg, collect=True)

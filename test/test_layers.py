@@ -16,6 +16,7 @@ LAYERS = [
     {"errors", "spatial", "jit", "yaml_file"},
     {"model"},
     {"dynamics"},
+    {"sensors"},
     {"estimation"},
     {"ros"},
 ]

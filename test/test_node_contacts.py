@@ -19,6 +19,7 @@ from test_node import (HUMANOID, HUMANOID_YAML, TOL, Sim, params_from_yaml, read
                        running, stamp_of, time_msg, unique_ns, wait_until)
 
 from rbd_estimator import Estimator, SensorConfig  # noqa: E402
+from rbd_estimator.estimation.config import FTConfig  # noqa: E402
 
 
 class WalkingSim(Sim):
@@ -113,7 +114,7 @@ def test_imu_only_biped_double_support_is_an_error_and_single_support_exact(ros)
     node reports ERROR and publishes nothing (but the contact state) until a foot lifts again."""
     xml = read(HUMANOID)
     base = SensorConfig.from_yaml(HUMANOID_YAML)
-    cfg = switchable(replace(base, ft_sensors=(), imu=replace(base.imu, use_angular_acceleration=True)))
+    cfg = switchable(base.without_kind(FTConfig).with_sensor(replace(base.imu, use_angular_acceleration=True)))
     est = Estimator.from_urdf(xml, cfg)
     flat = _flat(cfg, xml)
     flat["ft_sensors"] = []

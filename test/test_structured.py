@@ -221,8 +221,9 @@ def _exceptions_raised(fn):
 def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(icub):
     """Issue 12: arrays of any float dtype or layout, lists, dicts by sensor name, ``ImuSample``
     from lists or a plain tuple: the same numbers in, bitwise the same numbers out, all through
-    the compiled kernel (``fallbacks`` counts the calls that were not) and never by a failed call
-    (no exception is raised on the way, not even a caught one)."""
+    the compiled kernel, which takes the joint state and the measurement vector ``y`` (the per-kind
+    forms fill ``y``; ``conversions`` counts the calls whose q, dq, ddq were not float64 vectors) and
+    never by a failed call (no exception is raised on the way, not even a caught one)."""
     fast, _, gt = icub
     inputs, _ = gt.sample(np.random.default_rng(16))
     q, dq, ddq, imu, ft = inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], inputs["ft"]
@@ -237,7 +238,7 @@ def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(
         "imu tuple": dict(inputs, imu=tuple(imu)),
         "ImuSample from lists": dict(inputs, imu=ImuSample(*[None if x is None else list(x) for x in imu])),
     }
-    n0 = fast._structured.fallbacks
+    n0 = fast._structured.conversions
     for label, kw in forms.items():
         raised = _exceptions_raised(lambda: fast.estimate(**kw))
         assert raised == [], f"{label}: {raised}"
@@ -248,7 +249,7 @@ def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(
     expected = fast._out.copy()
     assert _exceptions_raised(lambda: fast.estimate(**f32, imu=imu)) == []
     np.testing.assert_array_equal(fast._out, expected)
-    assert fast._structured.fallbacks == n0
+    assert fast._structured.conversions == n0 + 2          # the lists and the float32 joint state only
 
 
 def test_joint_torques_by_name_or_sequence():
@@ -262,11 +263,11 @@ def test_joint_torques_by_name_or_sequence():
     n = model.n_joints
     q, dq, ddq, tau = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n), rng.normal(size=4)
     ref = est.estimate(q, dq, ddq, joint_torques=tau).tau.copy()
-    n0 = est._structured.fallbacks
+    n0 = est._structured.conversions
     for jt in (list(tau), {j: t for j, t in zip(joints, tau)}, tau.astype(np.float32).astype(np.float64)):
         assert _exceptions_raised(lambda: est.estimate(q, dq, ddq, joint_torques=jt)) == []
         np.testing.assert_array_equal(est.result.tau, ref)
-    assert est._structured.fallbacks == n0
+    assert est._structured.conversions == n0
     with pytest.raises(ValueError, match="joint_torques"):
         est.estimate(q, dq, ddq, joint_torques=tau[:3])
 
@@ -337,8 +338,8 @@ def test_compiled_tick_allocates_nothing_but_argument_boxing():
         est = Estimator.from_urdf(urdf_xml("icub"), icub_config())
         inputs, _ = GroundTruth(urdf_xml("icub"), est).sample(np.random.default_rng(0))
         s = est._structured
-        args = s.arguments(inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], np.asarray(inputs["ft"]),
-                           s._z0, s._z0)
+        y = est.measurements.fill(imu=inputs["imu"], ft=inputs["ft"]).copy()
+        args = (s.ip, est._state, inputs["q"], inputs["dq"], inputs["ddq"], y)
         real = s.kernel
         def tick(*a):
             assert real(*a) == 0

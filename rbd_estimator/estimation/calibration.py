@@ -338,7 +338,7 @@ class _Problem:
         if imu_angular_acceleration is not None:
             if cfg.imu is None:
                 raise ConfigError("calibration: imu_angular_acceleration needs an IMU in the configuration")
-            cfg = replace(cfg, imu=replace(cfg.imu, use_angular_acceleration=bool(imu_angular_acceleration)))
+            cfg = cfg.with_sensor(replace(cfg.imu, use_angular_acceleration=bool(imu_angular_acceleration)))
         contacts = _configured(contacts, est.contact_names, "contact", "contact", "contacts")
         if len(set(contacts)) != len(contacts):
             raise ConfigError(f"calibration contacts list a contact twice: {list(contacts)}")
@@ -358,8 +358,8 @@ class _Problem:
         except ConfigError as exc:
             raise ConfigError(str(exc).replace(f"contact.{_FIXTURE}.frame", "fixture")) from None
         ref = est._layout
-        assert (lay.n_rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv) == \
-               (ref.n_rsrc, ref.r_c, ref.r_nu, ref.r_xa0, ref.r_imu_wv), "calibration layout differs in its sources"
+        assert (lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv, lay.r_qdd) == \
+               (ref.r_c, ref.r_nu, ref.r_xa0, ref.r_imu_wv, ref.r_qdd), "calibration layout differs in its sources"
         self.lay = lay
         t = np.array(lay.triplets)
         self.t_row, self.t_col = t[:, 0].astype(np.int64), t[:, 1].astype(np.int64)
@@ -380,7 +380,8 @@ class _Problem:
         # G: whitened map of the FT readings (columns in est.ft_names × [fx..tz]); the offsets enter
         # the soft rows as + G o. Each column has one entry 1/σ: σ per offset component.
         R = lay.rhs_map().tocsc()
-        G = R[:, lay.r_ft:lay.r_ft + 6 * len(cfg.ft_sensors)].toarray()
+        r_ft = lay.r_y + lay.y_offsets[cfg.ft_sensors[0].name] if cfg.ft_sensors else lay.r_y
+        G = R[:, r_ft:r_ft + 6 * len(cfg.ft_sensors)].toarray()
         if np.any(G[:lay.m_hard]):
             raise AssertionError("calibration: force-torque readings in a Newton-Euler row")
         G = G[lay.m_hard:]
@@ -397,7 +398,8 @@ class _Problem:
 
         # a private copy of the estimator's input and kinematics buffers (the estimator is untouched)
         self.est = copy.copy(est)
-        self.est.config = cfg                   # _pack then asks for the angular acceleration if used
+        self.est.config = cfg                   # the measurement vector then has the angular acceleration if used
+        self.est._layout = lay
         self.est._init_kinematics()
         self.est._allocate()
         self.N = np.zeros((len(cols), len(cols)))
@@ -415,25 +417,19 @@ class _Problem:
         if unknown:
             raise ValueError(f"samples[{k}]: unknown input(s) {sorted(unknown)} (known: {', '.join(_SAMPLE_KEYS)})")
         try:
-            e._pack(*(sample.get(key) for key in _SAMPLE_KEYS))        # the estimator's own checks
-            for name, buf in (("q", e._q), ("dq", e._dq), ("ddq", e._ddq), ("imu", e._imu_buf),
-                              ("ft", e._ft_buf), ("load_cells", e._cells_buf), ("joint_torques", e._jt_buf),
-                              ("external_wrenches", e._ext_buf)):
+            q, dq, ddq, *readings = (sample.get(key) for key in _SAMPLE_KEYS)
+            e._pack(q, dq, ddq, e.measurements.fill(*readings))        # the estimator's own checks
+            for name, buf in (("q", e._q), ("dq", e._dq), ("ddq", e._ddq), ("y", e._yin)):
                 if not np.all(np.isfinite(buf)):
                     i = int(np.argmin(np.isfinite(buf)))
-                    what = f" ({e.ft_names[i // 6]} {AXES[i % 6]})" if name == "ft" else ""
-                    raise ValueError(f"{name}[{i}]{what} is not finite")
+                    what = e.measurements.describe(i) if name == "y" else f"{name}[{i}]"
+                    raise ValueError(f"{what} is not finite")
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise ValueError(f"samples[{k}]: {exc}") from None
-        src, rsrc = e._sources(e._q, e._dq, e._imu_buf[4:7])
+        src, rsrc = e._sources(e._q, e._dq, e._yin[e._imu_y + 4:e._imu_y + 7] if e._imu_y >= 0 else np.zeros(3))
         # the measured sources, placed as the tick places them (estimator._tick)
         rsrc[lay.r_qdd:lay.r_qdd + len(e._ddq)] = e._ddq
-        rsrc[lay.r_imu_acc:lay.r_imu_acc + 3] = e._imu_buf[7:10]
-        rsrc[lay.r_imu_alpha:lay.r_imu_alpha + 3] = e._imu_buf[10:13]
-        rsrc[lay.r_ft:lay.r_ft + len(e._ft_buf)] = e._ft_buf
-        rsrc[lay.r_cells:lay.r_cells + len(e._cells_buf)] = e._cells_buf
-        rsrc[lay.r_tau:lay.r_tau + len(e._jt_buf)] = e._jt_buf
-        rsrc[lay.r_ext:lay.r_ext + len(e._ext_buf)] = e._ext_buf
+        rsrc[lay.r_y:lay.r_y + lay.n_y] = e._yin
         return src, rsrc
 
     def add(self, k, sample):

@@ -26,45 +26,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields, replace
 
-import numpy as np
-
 from ..errors import ConfigError
+from ..sensors import KINDS, ExternalWrench, ForceTorque, Imu, JointTorque, LoadCells, Sensor, unknown_key
+from ..sensors.base import convert
 from ..yaml_file import name_list, read_yaml
 
 CONTACT_TYPES = ("full_wrench", "point_force", "slippery")
 CONTACT_MODES = ("always", "commanded", "detected")
 MAX_SWITCHABLE_CONTACTS = 6           # 64 contact subsets, each planned at configure
-FT_FRAMES = ("child", "parent", "sensor")
-FT_DIRECTIONS = ("child_to_parent", "parent_to_child")
 
-
-@dataclass(frozen=True)
-class ImuConfig:
-    """An IMU rigidly attached to ``frame`` (``sensor_msgs/Imu`` conventions: proper linear
-    acceleration and angular velocity in the IMU frame, orientation of the IMU frame in a z-up
-    world). ``use_angular_acceleration`` adds the angular-acceleration rows (the node derives it
-    from the gyro with the same filter as the joint accelerations)."""
-    frame: str
-    topic: str = "imu"
-    use_angular_acceleration: bool = False
-    linear_acceleration_stddev: float = 0.05
-    angular_acceleration_stddev: float = 0.5
-    timeout: float = 0.05
-
-
-@dataclass(frozen=True)
-class FTConfig:
-    """A six-axis force-torque sensor. ``name`` is a sensor name, alias or joint of the URDF;
-    ``joint`` declares a sensor the URDF does not describe (on a fixed joint), with ``frame`` and
-    ``measure_direction`` following the SDF ``force_torque`` element."""
-    name: str
-    topic: str = ""
-    joint: str = ""
-    frame: str = ""
-    measure_direction: str = ""
-    force_stddev: float = 1.0
-    torque_stddev: float = 0.05
-    timeout: float = 0.05
+# The configuration names of the package's sensor kinds (each is one module of rbd_estimator.sensors)
+ImuConfig, FTConfig, LoadCellConfig, ExternalWrenchConfig = Imu, ForceTorque, LoadCells, ExternalWrench
 
 
 @dataclass(frozen=True)
@@ -75,9 +47,9 @@ class ContactConfig:
 
     ``mode`` says when the contact is active: ``always`` (a fixed contact), ``commanded`` (the
     walking controller says so, per tick) or ``detected`` (the normal force that the robot's own
-    sensors measure there, ``detect_from``: a load-cell group of this contact or a force-torque
-    sensor above it, crosses ``force_on`` upward / ``force_off`` downward (N) and stays across it
-    for ``dwell`` seconds). A contact that is not active has a zero wrench.
+    sensors measure there, ``detect_from``: a sensor under this contact or a force-torque sensor
+    above it, crosses ``force_on`` upward / ``force_off`` downward (N) and stays across it for
+    ``dwell`` seconds). A contact that is not active has a zero wrench.
     """
     name: str
     frame: str
@@ -94,39 +66,19 @@ class ContactConfig:
 
 
 @dataclass(frozen=True, eq=False)
-class LoadCellConfig:
-    """N single-axis load cells under a contact frame, measuring force along the frame's z axis at
-    ``positions`` (N × 2, metres, in the contact frame): they give fz, tx, ty (Nori eq. 18)."""
-    name: str
-    contact: str
-    positions: np.ndarray
-    topic: str = ""
-    stddev: float = 1.0
-    timeout: float = 0.05
-
-
-@dataclass(frozen=True)
-class ExternalWrenchConfig:
-    """A known external wrench on a link or frame (Nori eqs. 7–8 with a nonzero ``y``: a payload,
-    a tool, a measured interaction), given to every estimate in that frame, torque about its origin."""
-    name: str
-    frame: str
-    topic: str = ""
-
-
-@dataclass(frozen=True, eq=False)
 class SensorConfig:
-    """The complete sensor and contact set. ``node`` holds node-only parameters (topics, filter,
-    timing); the library ignores it."""
+    """The complete sensor and contact set: the floating-base flag, the contacts and a tuple of
+    sensors (:class:`~rbd_estimator.sensors.Sensor`, in the order of their slices of the
+    measurement vector ``y``: kinds in registry order, then as listed). ``node`` holds node-only
+    parameters (topics, filter, timing); the library ignores it."""
     floating_base: bool = True
-    imu: ImuConfig | None = None
-    ft_sensors: tuple[FTConfig, ...] = ()
     contacts: tuple[ContactConfig, ...] = ()
-    load_cells: tuple[LoadCellConfig, ...] = ()
-    joint_torque_sensors: tuple[str, ...] = ()
-    joint_torque_stddev: float = 0.1
-    external_wrenches: tuple[ExternalWrenchConfig, ...] = ()
+    sensors: tuple[Sensor, ...] = ()
     node: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        # the measurement vector holds each kind's sensors together, kinds in registry order
+        object.__setattr__(self, "sensors", _in_kind_order(tuple(self.sensors)))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -146,12 +98,44 @@ class SensorConfig:
         """From flat, dotted ROS parameter names (``contact.l_foot.frame`` …)."""
         return _Parser(flat).config()
 
-    # ------------------------------------------------------------------ queries
-    def ft(self, name: str) -> FTConfig:
-        for s in self.ft_sensors:
+    # ------------------------------------------------------------------ sensors by kind
+    def of_kind(self, kind: type) -> tuple:
+        """The sensors of one kind, in configuration order."""
+        return tuple(s for s in self.sensors if type(s) is kind)
+
+    @property
+    def imu(self) -> Imu | None:
+        return next((s for s in self.sensors if type(s) is Imu), None)
+
+    @property
+    def ft_sensors(self) -> tuple[ForceTorque, ...]:
+        return self.of_kind(ForceTorque)
+
+    @property
+    def load_cells(self) -> tuple[LoadCells, ...]:
+        return self.of_kind(LoadCells)
+
+    @property
+    def joint_torque_sensors(self) -> tuple[str, ...]:
+        """Joint names of the joint-torque sensors."""
+        return tuple(s.name for s in self.of_kind(JointTorque))
+
+    @property
+    def external_wrenches(self) -> tuple[ExternalWrench, ...]:
+        return self.of_kind(ExternalWrench)
+
+    def sensor(self, name: str) -> Sensor:
+        for s in self.sensors:
             if s.name == name:
                 return s
-        raise ConfigError(f"no force-torque sensor named '{name}' in the configuration")
+        raise ConfigError(f"no sensor named '{name}' in the configuration "
+                          f"(sensors: {', '.join(s.name for s in self.sensors) or 'none'})")
+
+    def ft(self, name: str) -> ForceTorque:
+        s = self.sensor(name)
+        if type(s) is not ForceTorque:
+            raise ConfigError(f"no force-torque sensor named '{name}' in the configuration")
+        return s
 
     def contact(self, name: str) -> ContactConfig:
         for c in self.contacts:
@@ -159,15 +143,22 @@ class SensorConfig:
                 return c
         raise ConfigError(f"no contact named '{name}' in the configuration")
 
+    # ------------------------------------------------------------------ variants
+    def with_sensor(self, sensor: Sensor) -> "SensorConfig":
+        """The same configuration with ``sensor`` replacing the one of the same name (or added,
+        after the other sensors of its kind)."""
+        if any(s.name == sensor.name for s in self.sensors):
+            return replace(self, sensors=tuple(sensor if s.name == sensor.name else s for s in self.sensors))
+        return replace(self, sensors=self.sensors + (sensor,))
+
     def without(self, sensor: str) -> "SensorConfig":
-        """The same configuration without one sensor (``imu``, an FT sensor, a load-cell group or
-        a joint-torque sensor): used to prepare plans for sensor dropouts."""
-        if sensor == "imu":
-            return replace(self, imu=None)
-        return replace(self,
-                       ft_sensors=tuple(s for s in self.ft_sensors if s.name != sensor),
-                       load_cells=tuple(c for c in self.load_cells if c.name != sensor),
-                       joint_torque_sensors=tuple(j for j in self.joint_torque_sensors if j != sensor))
+        """The same configuration without one sensor (by name; ``imu`` for the IMU): used to
+        prepare plans for sensor dropouts."""
+        return replace(self, sensors=tuple(s for s in self.sensors if s.name != sensor))
+
+    def without_kind(self, *kinds) -> "SensorConfig":
+        """The same configuration without every sensor of the given kinds."""
+        return replace(self, sensors=tuple(s for s in self.sensors if type(s) not in kinds))
 
     @property
     def switchable_contacts(self) -> tuple[str, ...]:
@@ -176,44 +167,37 @@ class SensorConfig:
 
     def with_active_contacts(self, active) -> "SensorConfig":
         """The fixed-contact configuration of one contact subset: the contacts in ``active`` (names),
-        all ``always``; the load cells of the others are dropped (their contact has no wrench)."""
+        all ``always``; the sensors under the others are dropped (their contact has no wrench)."""
         active = set(active)
         keep = tuple(replace(c, mode="always") for c in self.contacts if c.name in active)
         names = {c.name for c in keep}
-        return replace(self, contacts=keep, load_cells=tuple(lc for lc in self.load_cells if lc.contact in names))
+        return replace(self, contacts=keep,
+                       sensors=tuple(s for s in self.sensors if getattr(s, "contact", None) in (None, *names)))
 
     @property
     def sensor_names(self) -> tuple[str, ...]:
-        """Every sensor that can go missing, by name (``imu`` for the IMU)."""
-        return ((("imu",) if self.imu else ()) + tuple(s.name for s in self.ft_sensors)
-                + tuple(c.name for c in self.load_cells) + tuple(self.joint_torque_sensors))
+        """Every sensor, by name (``imu`` for the IMU), in configuration order."""
+        return tuple(s.name for s in self.sensors)
 
     def to_parameters(self) -> dict:
         """Flat, dotted ROS parameters that :meth:`from_parameters` reads back to this object."""
-        out = {"floating_base": self.floating_base,
-               "ft_sensors": [s.name for s in self.ft_sensors],
-               "contacts": [c.name for c in self.contacts],
-               "load_cells": [c.name for c in self.load_cells],
-               "joint_torque_sensors": list(self.joint_torque_sensors),
-               "joint_torque_stddev": self.joint_torque_stddev}
-        if self.imu is not None:
-            out.update({f"imu.{f.name}": getattr(self.imu, f.name) for f in fields(ImuConfig)})
-        for s in self.ft_sensors:
-            out.update({f"ft.{s.name}.{f.name}": getattr(s, f.name) for f in fields(FTConfig) if f.name != "name"})
+        out = {"floating_base": self.floating_base, "contacts": [c.name for c in self.contacts]}
+        for kind in KINDS.values():
+            members = self.of_kind(kind)
+            if not kind.SINGLE:
+                out[kind.LIST] = [s.name for s in members]
+            for s in members:
+                out.update(s.to_parameters())
         for c in self.contacts:
             out.update({f"contact.{c.name}.{f.name}": getattr(c, f.name) for f in fields(ContactConfig)
                         if f.name != "name"})
-        if self.external_wrenches:
-            out["external_wrenches"] = [w.name for w in self.external_wrenches]
-        for w in self.external_wrenches:
-            out.update({f"external_wrench.{w.name}.frame": w.frame, f"external_wrench.{w.name}.topic": w.topic})
-        for c in self.load_cells:
-            out.update({f"load_cell.{c.name}.contact": c.contact, f"load_cell.{c.name}.topic": c.topic,
-                        f"load_cell.{c.name}.stddev": c.stddev, f"load_cell.{c.name}.timeout": c.timeout,
-                        f"load_cell.{c.name}.positions_x": [float(x) for x in c.positions[:, 0]],
-                        f"load_cell.{c.name}.positions_y": [float(y) for y in c.positions[:, 1]]})
         out.update(self.node)
         return out
+
+
+def _in_kind_order(sensors) -> tuple:
+    order = {k: n for n, k in enumerate(KINDS.values())}
+    return tuple(sorted(sensors, key=lambda s: order.get(type(s), len(order))))
 
 
 # ---------------------------------------------------------------------------- parameter files
@@ -253,8 +237,13 @@ def flatten(params: dict, prefix: str = "") -> dict:
 
 
 # ---------------------------------------------------------------------------- parsing
-_TOP = {"floating_base", "imu", "ft_sensors", "ft", "contacts", "contact", "load_cells", "load_cell",
-        "joint_torque_sensors", "joint_torque_stddev", "external_wrenches", "external_wrench"}
+#: parameters of the library besides the sensor kinds' (``LIST``/``GROUP``)
+_LIBRARY = ("floating_base", "contacts", "contact", "joint_torque_stddev")
+
+
+def library_keys() -> set[str]:
+    """Top-level names of the library's parameters: these, and every registered kind's."""
+    return set(_LIBRARY) | {k.LIST for k in KINDS.values()} | {k.GROUP for k in KINDS.values()}
 
 
 class _Parser:
@@ -262,84 +251,84 @@ class _Parser:
 
     def __init__(self, flat: dict):
         self.flat = dict(flat)
-        self.used: set[str] = set()
+        self.top = library_keys()
 
     def get(self, name, default=None, kind=None):
-        self.used.add(name)
         value = self.flat.get(name, default)
         if kind is None or value is None:
             return value
-        return _convert(name, value, kind)
+        return convert(name, value, kind.__name__)
 
-    def group(self, prefix: str, cls) -> dict:
-        """The fields of ``cls`` present under ``prefix.`` (e.g. ``contact.l_foot.``)."""
-        kw = {}
-        for f in fields(cls):
-            key = f"{prefix}.{f.name}"
-            if f.name != "name" and key in self.flat:
-                kind = {"float": float, "bool": bool, "str": str}.get(str(f.type))
-                kw[f.name] = self.get(key, kind=kind)
-        return kw
+    def groups(self, group: str, listed: tuple, list_key: str) -> dict:
+        """``{name: {field: value}}`` of the ``<group>.<name>.<field>`` parameters; a name not in
+        ``listed`` (the ``list_key`` parameter) is an error naming it."""
+        out: dict = {n: {} for n in listed}
+        for key, value in self.flat.items():
+            parts = key.split(".")
+            if parts[0] != group:
+                continue
+            if len(parts) != 3:
+                raise unknown_key(key, [f"{group}.{n}.{f}" for n in listed for f in ("frame", "topic")])
+            if parts[1] not in out:
+                raise ConfigError(f"parameter '{key}': '{parts[1]}' is not listed in '{list_key}' "
+                                  f"({', '.join(listed) or 'empty'})")
+            out[parts[1]][parts[2]] = value
+        return out
 
     def config(self) -> SensorConfig:
         fb = self.get("floating_base", True, bool)
-        imu = None
-        if any(k.startswith("imu.") for k in self.flat):
-            kw = self.group("imu", ImuConfig)
-            if not kw.get("frame"):
-                raise ConfigError("parameter 'imu.frame' is required when an IMU is configured")
-            imu = ImuConfig(**kw)
-        ft = tuple(FTConfig(name=n, **self.group(f"ft.{n}", FTConfig)) for n in self.names("ft_sensors"))
-        for s in ft:
-            if s.frame and s.frame not in FT_FRAMES:
-                raise ConfigError(f"parameter 'ft.{s.name}.frame': '{s.frame}' is not one of {FT_FRAMES}")
-            if s.measure_direction and s.measure_direction not in FT_DIRECTIONS:
-                raise ConfigError(f"parameter 'ft.{s.name}.measure_direction': '{s.measure_direction}' "
-                                  f"is not one of {FT_DIRECTIONS}")
-        contacts = []
-        for n in self.names("contacts"):
-            kw = self.group(f"contact.{n}", ContactConfig)
+        contacts = self.contacts()
+        names = {c.name for c in contacts}
+        sensors = []
+        jt_stddev = self.get("joint_torque_stddev", None, float)
+        for kind in KINDS.values():
+            if kind.SINGLE:
+                values = {k[len(kind.GROUP) + 1:]: v for k, v in self.flat.items() if k.startswith(kind.GROUP + ".")}
+                if values:
+                    sensors.append(kind.parse(kind.GROUP, values))
+                continue
+            listed = self.names(kind.LIST)
+            for n, values in self.groups(kind.GROUP, listed, kind.LIST).items():
+                if kind is JointTorque and jt_stddev is not None:
+                    values.setdefault("stddev", jt_stddev)
+                sensor = kind.parse(n, values)
+                contact = getattr(sensor, "contact", None)
+                if contact is not None and contact not in names:
+                    raise ConfigError(f"parameter '{sensor.prefix}contact': '{contact}' is not a configured contact "
+                                      f"(contacts: {sorted(names)})")
+                sensors.append(sensor)
+        taken = [s.name for s in sensors]
+        twice = sorted({n for n in taken if taken.count(n) > 1})
+        if twice:
+            raise ConfigError(f"sensor name(s) {twice} used by two sensors; every sensor needs its own name")
+        if jt_stddev is not None and not (math.isfinite(jt_stddev) and jt_stddev > 0.0):
+            raise ConfigError(f"parameter 'joint_torque_stddev' must be a finite number > 0, got {jt_stddev!r}")
+        return SensorConfig(floating_base=fb, contacts=contacts, sensors=tuple(sensors),
+                            node={k: v for k, v in self.flat.items() if k.split(".")[0] not in self.top})
+
+    def contacts(self) -> tuple[ContactConfig, ...]:
+        out = []
+        valid = [f.name for f in fields(ContactConfig) if f.name != "name"]
+        for n, values in self.groups("contact", self.names("contacts"), "contacts").items():
+            kw = {}
+            for key, value in values.items():
+                if key not in valid:
+                    raise unknown_key(f"contact.{n}.{key}", [f"contact.{n}.{f}" for f in valid])
+                kw[key] = convert(f"contact.{n}.{key}", value,
+                                  next(f.type for f in fields(ContactConfig) if f.name == key))
             if not kw.get("frame"):
                 raise ConfigError(f"parameter 'contact.{n}.frame' is required (the link or frame in contact)")
             if kw.get("type", "full_wrench") not in CONTACT_TYPES:
                 raise ConfigError(f"parameter 'contact.{n}.type': '{kw['type']}' is not one of {CONTACT_TYPES}")
-            contacts.append(self.check_contact(ContactConfig(name=n, **kw)))
-        switchable = [c.name for c in contacts if c.switchable]
+            out.append(self.check_contact(ContactConfig(name=n, **kw)))
+        switchable = [c.name for c in out if c.switchable]
         if len(switchable) > MAX_SWITCHABLE_CONTACTS:
             raise ConfigError(f"parameter 'contacts': {len(switchable)} switchable contacts ({', '.join(switchable)}); "
                               f"at most {MAX_SWITCHABLE_CONTACTS} (each of their subsets is planned at configure)")
-        cells = tuple(self.load_cell(n, {c.name for c in contacts}) for n in self.names("load_cells"))
-        external = []
-        for n in self.names("external_wrenches"):
-            kw = self.group(f"external_wrench.{n}", ExternalWrenchConfig)
-            if not kw.get("frame"):
-                raise ConfigError(f"parameter 'external_wrench.{n}.frame' is required (the link or frame it acts on)")
-            external.append(ExternalWrenchConfig(name=n, **kw))
-        cfg = SensorConfig(
-            floating_base=fb, imu=imu, ft_sensors=ft, contacts=tuple(contacts), load_cells=cells,
-            joint_torque_sensors=self.names("joint_torque_sensors"),
-            joint_torque_stddev=self.get("joint_torque_stddev", 0.1, float),
-            external_wrenches=tuple(external),
-            node={k: v for k, v in self.flat.items() if k.split(".")[0] not in _TOP})
-        self.check_stddevs(cfg)
-        return cfg
+        return tuple(out)
 
     def names(self, key: str) -> tuple[str, ...]:
         return name_list(self.get(key, []), key, ConfigError)
-
-    def load_cell(self, n: str, contacts: set) -> LoadCellConfig:
-        kw = self.group(f"load_cell.{n}", LoadCellConfig)
-        kw.pop("positions", None)
-        contact = kw.get("contact")
-        if contact not in contacts:
-            raise ConfigError(f"parameter 'load_cell.{n}.contact': '{contact}' is not a configured contact "
-                              f"(contacts: {sorted(contacts)})")
-        xs = self.get(f"load_cell.{n}.positions_x", None, list)
-        ys = self.get(f"load_cell.{n}.positions_y", None, list)
-        if not xs or ys is None or len(xs) != len(ys):
-            raise ConfigError(f"parameters 'load_cell.{n}.positions_x' and '.positions_y' must be two lists of "
-                              f"the same, non-zero length (metres, in the contact frame)")
-        return LoadCellConfig(name=n, positions=np.column_stack([xs, ys]).astype(float), **kw)
 
     @staticmethod
     def check_contact(c: ContactConfig) -> ContactConfig:
@@ -355,41 +344,3 @@ class _Parser:
         if c.detect_from and c.mode != "detected":
             raise ConfigError(f"{p}detect_from' is set but 'contact.{c.name}.mode' is '{c.mode}', not 'detected'")
         return c
-
-    @staticmethod
-    def check_stddevs(cfg: SensorConfig) -> None:
-        groups = [("", cfg)] + ([("imu.", cfg.imu)] if cfg.imu else [])
-        groups += [(f"ft.{s.name}.", s) for s in cfg.ft_sensors]
-        groups += [(f"load_cell.{c.name}.", c) for c in cfg.load_cells]
-        for prefix, obj in groups:
-            for f in fields(obj):
-                if f.name.endswith("stddev") or f.name == "timeout":
-                    v = getattr(obj, f.name)
-                    if not (math.isfinite(v) and v > 0.0):
-                        raise ConfigError(f"parameter '{prefix}{f.name}' must be a finite number > 0, got {v!r}")
-
-
-def _convert(name: str, value, kind):
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"parameter '{name}' must be true or false, got {value!r}")
-    if kind is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"parameter '{name}' must be a number, got {value!r}")
-        return float(value)
-    if kind is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"parameter '{name}' must be a string, got {value!r}")
-        return value
-    if kind is list:
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-            raise ConfigError(f"parameter '{name}' must be a list of numbers, got {value!r}")
-        try:
-            arr = [float(v) for v in value]
-        except (TypeError, ValueError):
-            raise ConfigError(f"parameter '{name}' must be a list of numbers, got {value!r}") from None
-        if not all(math.isfinite(v) for v in arr):
-            raise ConfigError(f"parameter '{name}' has a non-finite value")
-        return arr
-    return value

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ConfigError, IllPosedError
 from .config import SensorConfig
 from .estimator import ConfigNames
+from .measurements import Measurements, vector
 
 __all__ = ["SwitchingEstimator", "SwitchingEstimate", "ContactDetector", "subset_label"]
 
@@ -70,11 +71,17 @@ class SwitchingEstimator(ConfigNames):
         self.plans: list = [None] * n_sub           # subset mask → fixed-set estimator, or None
         self.reasons: list = [None] * n_sub         # subset mask → why it is ill-posed
         self._rows: list = [None] * n_sub           # subset mask → rows of its contacts in contact_names
+        self.measurements = Measurements(config)    # the full set's measurement vector
+        self._ysel: list = [None] * n_sub           # subset mask → its measurement vector's entries in y
+        self._ysub: list = [None] * n_sub
         for mask in range(n_sub):
             active = self.subset_names(mask)
             self._rows[mask] = np.array([self._index[n] for n in active], dtype=np.int64)
+            sub = config.with_active_contacts(active)
+            self._ysel[mask] = self.measurements.gather_index(sub.sensors)
+            self._ysub[mask] = np.zeros(self._ysel[mask].size)
             try:
-                self.plans[mask] = make(config.with_active_contacts(active))
+                self.plans[mask] = make(sub)
             except IllPosedError as exc:
                 self.reasons[mask] = str(exc)
         ok = [p for p in self.plans if p is not None]
@@ -139,7 +146,7 @@ class SwitchingEstimator(ConfigNames):
         return mask
 
     def estimate(self, q, dq, ddq, imu=None, ft=None, load_cells=None, joint_torques=None,
-                 external_wrenches=None, contacts=None) -> SwitchingEstimate:
+                 external_wrenches=None, contacts=None, *, y=None, readings=None, **by_kind) -> SwitchingEstimate:
         """:meth:`Estimator.estimate` with the contacts in ``contacts`` active (see :meth:`mask_of`;
         an ``int`` is taken as the subset mask itself, as :meth:`mask_of` returns it);
         raises :class:`IllPosedError` naming the subset when its sensors do not determine it.
@@ -150,10 +157,13 @@ class SwitchingEstimator(ConfigNames):
         est = self.plans[mask]
         if est is None:
             raise IllPosedError(f"contact subset {subset_label(self.subset_names(mask))}: {self.reasons[mask]}")
-        if load_cells is not None and not isinstance(load_cells, dict):
-            load_cells = {lc.name: v for lc, v in zip(self.config.load_cells, load_cells)}
-        r = est.estimate(q, dq, ddq, imu=imu, ft=ft, load_cells=load_cells, joint_torques=joint_torques,
-                         external_wrenches=external_wrenches)
+        if y is None:                           # the full set's measurement vector, then the subset's
+            y = self.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind)
+        else:
+            y = vector(y, self.measurements.size, "y")
+        sub = self._ysub[mask]
+        np.take(y, self._ysel[mask], out=sub)
+        r = est.estimate(q, dq, ddq, y=sub)
         out, rows = self.result, self._rows[mask]
         out.tau[:] = r.tau
         out.contact_wrenches[:] = 0.0
@@ -166,12 +176,7 @@ class SwitchingEstimator(ConfigNames):
 
     def detector(self) -> "ContactDetector":
         """A :class:`ContactDetector` for the ``detected`` contacts of this configuration."""
-        lay = self._layout
-
-        def ft_rotation(ft):
-            sensor = lay.ft_sensor(ft)
-            return (sensor, *lay.ft_rotation(ft, sensor))
-        return ContactDetector(self._any.model, self.config, ft_rotation)
+        return ContactDetector(self._any.model, self.config)
 
     def base_state(self, result: SwitchingEstimate | None = None):
         """:meth:`Estimator.base_state` of the last (or the given) estimate."""
@@ -185,19 +190,21 @@ class ContactDetector:
     a contact turns on once its force has stayed above ``force_on`` for ``dwell`` seconds and off
     once it has stayed below ``force_off`` for ``dwell`` seconds; in between it keeps its state.
 
-    The force comes from the contact's load cells (their sum) or from a six-axis force-torque sensor
-    on the link that carries the contact frame (its force, rotated into the contact frame, with the
-    sign of its measure direction). The mass of the foot below that sensor is not compensated: set
-    the thresholds above its weight.
+    The force comes from a sensor under the contact that measures it (a load-cell group, a foot
+    normal-force or 3-axis force sensor: :meth:`Sensor.contact_normal_force`) or from a six-axis
+    force-torque sensor on the link that carries the contact frame (its force, rotated into the
+    contact frame, with the sign of its measure direction). The mass of the foot below that sensor
+    is not compensated: set the thresholds above its weight. ``sources``: ``(sensor, c)`` per
+    contact, the normal force being ``c · reading``.
     """
 
-    def __init__(self, model, config: SensorConfig, ft_rotation):
+    def __init__(self, model, config: SensorConfig):
         self.names = tuple(c.name for c in config.contacts if c.mode == "detected")
         cs = [config.contact(n) for n in self.names]
         self.force_on = np.array([c.force_on for c in cs])
         self.force_off = np.array([c.force_off for c in cs])
         self.dwell_ns = np.array([int(round(c.dwell * 1e9)) for c in cs], dtype=np.int64)
-        self.sources = tuple(_source(model, config, c, ft_rotation) for c in cs)
+        self.sources = tuple(_source(model, config, c) for c in cs)
         self.state = np.zeros(len(cs), dtype=bool)
         self.force = np.zeros(len(cs))
         self._since = np.full(len(cs), -1, dtype=np.int64)    # when the force first crossed toward the other state
@@ -206,15 +213,11 @@ class ContactDetector:
         self.state[:] = state
         self._since[:] = -1
 
-    def normal_forces(self, ft, load_cells, ft_names, cell_names) -> np.ndarray:
-        """Normal force at each detected contact from the latest readings: ``ft`` an ``(n_ft, 6)``
-        array in ``ft_names`` order, ``load_cells`` a mapping group → cell forces (N)."""
-        for k, (kind, name, n) in enumerate(self.sources):
-            if kind == "ft":
-                w = ft[ft_names.index(name)]
-                self.force[k] = n[0] * w[0] + n[1] * w[1] + n[2] * w[2]
-            else:
-                self.force[k] = float(np.sum(load_cells[name]))
+    def normal_forces(self, readings) -> np.ndarray:
+        """Normal force at each detected contact (N) from the latest readings, ``readings`` a
+        mapping sensor name → its slice of the measurement vector."""
+        for k, (name, c) in enumerate(self.sources):
+            self.force[k] = float(np.dot(c, readings[name]))
         return self.force
 
     def update(self, force, now_ns: int) -> np.ndarray:
@@ -230,27 +233,29 @@ class ContactDetector:
         return self.state
 
 
-def _source(model, config: SensorConfig, c, ft_rotation):
-    """``('cells', group, None)`` or ``('ft', sensor, n)`` with ``fn = n · f_measured``."""
-    cells = [lc.name for lc in config.load_cells if lc.contact == c.name]
+def _source(model, config: SensorConfig, c):
+    """``(sensor, coefficients)``: the normal force of contact ``c`` is ``coefficients · reading``."""
+    under = {s.name: s.contact_normal_force(c.name) for s in config.sensors}
+    under = {n: v for n, v in under.items() if v is not None}
     fts = {s.name: s for s in config.ft_sensors}
-    name = c.detect_from or (cells[0] if cells else "")
-    if name in cells:
-        return ("cells", name, None)
+    name = c.detect_from or next(iter(under), "")
+    if name in under:
+        return (name, under[name])
     if not name:
         name = _ft_above(model, config, c)
     if name not in fts:
-        raise ConfigError(f"parameter 'contact.{c.name}.detect_from': '{name}' is neither a load-cell group of "
-                          f"contact '{c.name}' nor a configured force-torque sensor")
-    sensor, R, sign = ft_rotation(fts[name])
+        raise ConfigError(f"parameter 'contact.{c.name}.detect_from': '{name}' is neither a sensor under contact "
+                          f"'{c.name}' nor a configured force-torque sensor")
+    sensor = fts[name].bind(model)
+    R, sign = fts[name].rotation(model, sensor)
     frame = model.frame(c.frame)
     if frame.body != sensor.body:
         raise ConfigError(f"parameter 'contact.{c.name}.detect_from': contact frame '{c.frame}' is not on the link "
-                          f"right below force-torque sensor '{name}' (joints in between): detect from load cells "
-                          f"or use mode 'commanded'")
+                          f"right below force-torque sensor '{name}' (joints in between): detect from a sensor "
+                          f"under the contact or use mode 'commanded'")
     # measured force = sign · R f_k (f_k: parent → child, child coordinates); the ground pushes the
     # foot with ≈ −f_k, whose normal component in contact coordinates is −(E_c f_k)_z
-    return ("ft", name, -sign * (frame.E @ R.T)[2])
+    return (name, np.concatenate([-sign * (frame.E @ R.T)[2], np.zeros(3)]))
 
 
 def _ft_above(model, config: SensorConfig, c) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import compress
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,42 +24,8 @@ from .layout import SystemLayout
 from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
 from .checks import first_non_finite
 from .sparse_lu import gather, lu_solve, numeric_lu
+from .measurements import ImuSample, Measurements, vector
 from ..jit import njit
-
-
-class _ImuFields(NamedTuple):
-    orientation: np.ndarray
-    angular_velocity: np.ndarray
-    linear_acceleration: np.ndarray
-    angular_acceleration: np.ndarray | None = None
-
-
-class ImuSample(_ImuFields):
-    """One IMU reading (``sensor_msgs/Imu`` conventions): orientation of the IMU frame in a z-up
-    world ``[x, y, z, w]``; angular velocity (rad/s) and proper linear acceleration (m/s², reads
-    +g upward at rest) in the IMU frame; optional angular acceleration (rad/s²).
-
-    The fields are made float64 arrays when the sample is built (lists, other dtypes and strided
-    views are converted; float64 contiguous arrays are kept as they are, not copied), so that
-    :meth:`Estimator.estimate` hands them to its kernel without a per-tick check."""
-    __slots__ = ()
-
-    def __new__(cls, orientation, angular_velocity, linear_acceleration, angular_acceleration=None):
-        return super().__new__(cls, _field(orientation, "orientation"), _field(angular_velocity, "angular_velocity"),
-                               _field(linear_acceleration, "linear_acceleration"),
-                               None if angular_acceleration is None else
-                               _field(angular_acceleration, "angular_acceleration"))
-
-    @classmethod
-    def _make(cls, iterable):
-        return cls(*iterable)
-
-
-def _field(x, name) -> np.ndarray:
-    try:
-        return np.ascontiguousarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"imu.{name}: not an array of numbers ({exc})") from None
 
 
 class Estimate:
@@ -151,6 +116,7 @@ class Estimator(ConfigNames):
         self._plan_factorisation(t)
         self._allocate()
         self._solver_mode = solver        # 'auto' | 'generic' | 'structured' (see structured.build)
+        self._structured = None
         self._structured = structured.build(self)
         if self._structured is not None:
             self.plan = replace(self.plan, solver="structured")
@@ -183,7 +149,7 @@ class Estimator(ConfigNames):
         self._jofb = np.array([jidx.get(n, -1) if m.joint_dofs[i] == 1 else -1
                                for i, n in enumerate(m.body_joint_names)], dtype=np.int64)
         if self.config.imu is not None:
-            f = lay.imu_frame
+            f = self.config.imu.bind(m)
             self._imu_body, self._imu_E, self._imu_r = f.body, f.E.copy(), f.r.copy()
         else:
             self._imu_body, self._imu_E, self._imu_r = -1, np.eye(3), np.zeros(3)
@@ -277,10 +243,11 @@ class Estimator(ConfigNames):
         self._Lx, self._Ux = np.zeros(len(self._Li)), np.zeros(len(self._Ui))
         self._w = np.zeros(self._N)
         self._state_buffers()
-        self._ft_buf = np.zeros(6 * len(self.config.ft_sensors))
-        self._cells_buf = np.zeros(lay.n_rsrc - lay.r_cells - len(self.config.joint_torque_sensors))
-        self._jt_buf = np.zeros(len(self.config.joint_torque_sensors))
-        self._ext_buf = np.zeros(6 * len(self.config.external_wrenches))
+        self.measurements = Measurements(self.config)
+        self._y = self.measurements.y
+        imu = self.config.imu
+        self._imu_y = lay.y_offsets[imu.name] if imu is not None else -1   # the IMU's slice of y
+        self._n_imu = imu.size if imu is not None else 0
         self.pivot_fallbacks = 0
 
     def state_offsets(self) -> dict:
@@ -316,17 +283,22 @@ class Estimator(ConfigNames):
 
     # ------------------------------------------------------------------ tick
     def estimate(self, q, dq, ddq, imu: ImuSample | None = None, ft=None, load_cells=None,
-                 joint_torques=None, external_wrenches=None, contacts=None) -> Estimate:
+                 joint_torques=None, external_wrenches=None, contacts=None, *, y=None, readings=None,
+                 **by_kind) -> Estimate:
         """Estimate from one set of readings; see :class:`Estimate` for the outputs.
 
         ``q``, ``dq``, ``ddq``: joint positions (rad, m), velocities and accelerations in
-        :attr:`joint_names` order. ``imu``: :class:`ImuSample` (required when the configuration has
-        an IMU). ``ft``: ``{sensor: [fx, fy, fz, tx, ty, tz]}`` or an ``(n_ft, 6)`` array in
-        :attr:`ft_names` order, each in its sensor's frame and measure direction. ``load_cells``:
-        ``{group: forces}`` or a sequence in configuration order (N). ``joint_torques``: array in
-        ``config.joint_torque_sensors`` order or ``{joint: τ}``. ``external_wrenches``: the known
+        :attr:`joint_names` order. The sensors' readings, either as the **measurement vector**
+        ``y`` (float64, :attr:`measurements` says where each sensor's slice is: the fastest form),
+        or per kind: ``imu``: :class:`ImuSample` (required when the configuration has an IMU);
+        ``ft``: ``{sensor: [fx, fy, fz, tx, ty, tz]}`` or an ``(n_ft, 6)`` array in :attr:`ft_names`
+        order, each in its sensor's frame and measure direction; ``load_cells``: ``{group:
+        forces}`` or a sequence in configuration order (N); ``joint_torques``: array in
+        ``config.joint_torque_sensors`` order or ``{joint: τ}``; ``external_wrenches``: the known
         wrenches of ``config.external_wrenches``, ``{name: [fx, fy, fz, tx, ty, tz]}`` or an
-        ``(n, 6)`` array, each in its frame. Raises ``ValueError`` naming the
+        ``(n, 6)`` array, each in its frame; ``readings``: ``{sensor name: reading}`` for any
+        sensor (every kind, those without a keyword included); ``**by_kind``: the readings of
+        any other registered kind by its keyword (``foot_forces=``, ``contact_forces=``). Raises ``ValueError`` naming the
         input when one is missing, has the wrong shape or is not finite; nothing is computed then.
         ``contacts``: the active contacts (names or a boolean mask over :attr:`contact_names`); with
         fixed contacts it may only say that all are active (switchable contacts: see
@@ -334,20 +306,21 @@ class Estimator(ConfigNames):
         """
         if contacts is not None:
             self._check_all_active(contacts)
+        if y is None:
+            y = self.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind)
         structured = self._structured
         if structured is not None:              # arrays straight to the kernel, other forms converted first
-            status = structured.estimate(q, dq, ddq, imu, ft, load_cells, joint_torques)
+            status = structured.estimate(q, dq, ddq, y)
             if status != 0:
                 self._raise_input_error(status)
             return self.result
-        self._pack(q, dq, ddq, imu, ft, load_cells, joint_torques, external_wrenches)
+        self._pack(q, dq, ddq, y)
         lay = self._layout
         status = _tick(
-            *self._kinematics_arguments(), self._src, self._rsrc, lay.r_c,
-            lay.r_nu, lay.r_xa0, lay.r_imu_wv, lay.r_qdd, lay.r_imu_acc, lay.r_imu_alpha, lay.r_ft, lay.r_cells,
-            lay.r_tau, lay.r_ext, self._q, self._dq, self._ddq, self._imu_buf, self._ft_buf, self._cells_buf,
-            self._jt_buf, self._ext_buf, *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li,
-            self._Lx, self._Up, self._Ui, self._Ux, self._w, self._x, *self._GO, self._out, self._info)
+            *self._kinematics_arguments(), self._src, self._rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv,
+            lay.r_qdd, lay.r_y, self._imu_y, self._n_imu, self._q, self._dq, self._ddq, self._yin, self._imu_buf,
+            *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, self._Lx, self._Up, self._Ui,
+            self._Ux, self._w, self._x, *self._GO, self._out, self._info)
         if status == 2:
             status = self._robust_solve()
         if status != 0:
@@ -377,58 +350,21 @@ class Estimator(ConfigNames):
         gather(*self._GO, self._x, self._out)
         return 0 if np.all(np.isfinite(self._out)) else 2
 
-    def _pack(self, q, dq, ddq, imu, ft, load_cells, joint_torques, external_wrenches=None):
+    def _pack(self, q, dq, ddq, y) -> None:
+        """The inputs as float64 vectors of the right sizes (``ValueError`` naming the input)."""
         nj = self.model.n_joints
-        self._q, self._dq, self._ddq = (_vector(x, nj, name) for x, name in
-                                        ((q, "q"), (dq, "dq"), (ddq, "ddq")))
-        cfg = self.config
-        if cfg.imu is not None:
-            if imu is None:
-                raise ValueError("imu: the configuration has an IMU but no IMU sample was given")
-            b = self._imu_buf
-            b[0:4] = _vector(imu[0], 4, "imu.orientation")
-            b[4:7] = _vector(imu[1], 3, "imu.angular_velocity")
-            b[7:10] = _vector(imu[2], 3, "imu.linear_acceleration")
-            if cfg.imu.use_angular_acceleration:
-                if imu[3] is None:
-                    raise ValueError("imu.angular_acceleration is required (imu.use_angular_acceleration is true)")
-                b[10:13] = _vector(imu[3], 3, "imu.angular_acceleration")
-        n_ft = len(cfg.ft_sensors)
-        if n_ft:
-            if ft is None:
-                raise ValueError("ft: the configuration has force-torque sensors but no readings were given")
-            _pack_wrenches(self._ft_buf, ft, self.ft_names, "ft")
-        if cfg.load_cells:
-            if load_cells is None:
-                raise ValueError("load_cells: the configuration has load cells but no readings were given")
-            o = 0
-            for k, lc in enumerate(cfg.load_cells):
-                v = load_cells[lc.name] if isinstance(load_cells, dict) else load_cells[k]
-                n = len(lc.positions)
-                self._cells_buf[o:o + n] = _vector(v, n, f"load_cells['{lc.name}']")
-                o += n
-        if cfg.joint_torque_sensors:
-            if joint_torques is None:
-                raise ValueError("joint_torques: the configuration has joint-torque sensors but none were given")
-            if isinstance(joint_torques, dict):
-                self._jt_buf[:] = [joint_torques[j] for j in cfg.joint_torque_sensors]
-            else:
-                self._jt_buf[:] = _vector(joint_torques, len(self._jt_buf), "joint_torques")
-        _pack_wrenches(self._ext_buf, external_wrenches, [w.name for w in cfg.external_wrenches],
-                       "external_wrenches")
+        self._q, self._dq, self._ddq = (vector(x, nj, name) for x, name in ((q, "q"), (dq, "dq"), (ddq, "ddq")))
+        self._yin = vector(y, self._layout.n_y, "y")
 
     def _raise_input_error(self, status):
-        names = {1: ("q", self.joint_names), 2: ("dq", self.joint_names), 3: ("ddq", self.joint_names),
-                 4: ("imu", ("orientation",) * 4 + ("angular_velocity",) * 3 + ("linear_acceleration",) * 3
-                     + ("angular_acceleration",) * 3),
-                 5: ("ft", [f"{s} {a}" for s in self.ft_names for a in ("fx", "fy", "fz", "tx", "ty", "tz")]),
-                 6: ("load_cells", None), 7: ("joint_torques", self.config.joint_torque_sensors),
-                 8: ("external_wrenches", None)}
         which, index = int(self._info[0]), int(self._info[1])
         if status == 1:
-            label, entries = names[which]
-            what = f" ({entries[index]})" if entries is not None and index < len(entries) else ""
-            raise ValueError(f"{label}[{index}]{what} is not finite; the sample was rejected")
+            if which <= 3:
+                label, entry = ("q", "dq", "ddq")[which - 1], self.joint_names[index]
+                raise ValueError(f"{label}[{index}] ({entry}) is not finite; the sample was rejected")
+            raise ValueError(f"{self.measurements.describe(index)} is not finite; the sample was rejected")
+        if status == 3:
+            raise ValueError(f"y: expected {self._layout.n_y} values (the measurement vector), got another size")
         raise FloatingPointError(f"the estimate is not finite (pivot ratio {self._info[2]:.3g}): the state is "
                                  f"singular for this sensor set")
 
@@ -464,32 +400,6 @@ class Estimator(ConfigNames):
         return qb, vb, self._base_acceleration(result)
 
 
-def _pack_wrenches(buf, given, names, label) -> None:
-    """Copy wrenches given as ``{name: [fx..tz]}`` or an ``(n, 6)`` array (``names`` order) into ``buf``."""
-    n = len(names)
-    if not n:
-        return
-    if given is None:
-        raise ValueError(f"{label}: the configuration declares {', '.join(names)} but none were given")
-    if isinstance(given, dict):
-        for k, name in enumerate(names):
-            if name not in given:
-                raise ValueError(f"{label}: no wrench for '{name}'")
-            buf[6 * k:6 * k + 6] = _vector(given[name], 6, f"{label}['{name}']")
-    else:
-        arr = np.asarray(given, dtype=float)
-        if arr.shape != (n, 6):
-            raise ValueError(f"{label}: expected shape ({n}, 6) in the order {list(names)}, got {arr.shape}")
-        buf[:] = arr.reshape(-1)
-
-
-def _vector(x, n, name) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
-    if a.shape != (n,):
-        raise ValueError(f"{name}: expected {n} values, got shape {a.shape}")
-    return a
-
-
 def _R_to_quat(R) -> np.ndarray:
     """Rotation matrix → ``[x, y, z, w]``."""
     w = np.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2.0
@@ -501,21 +411,19 @@ def _R_to_quat(R) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- compiled tick
 @njit
-def _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_imu_acc, r_imu_alpha, r_ft, r_cells,
-          r_tau, r_ext, q, dq, ddq, imu, ft, cells, jt, ext, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up,
-          Ui, Ux, w, x, GOp, GOi, GOx, out, info):
-    """One estimate (``kip`` … ``V``: the packed tree and buffers of :func:`.kinematics.sources`).
-    Returns 0, or 1 for a non-finite input (``info[0]`` = which, ``info[1]`` = index), or 2 for a non-finite result."""
-    if first_non_finite((q, dq, ddq, imu, ft, cells, jt, ext), info):
+def _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_y, imu_y, n_imu, q, dq, ddq, y, imu,
+          GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
+    """One estimate (``kip`` … ``V``: the packed tree and buffers of :func:`.kinematics.sources`;
+    ``y`` the measurement vector, whose IMU slice, ``n_imu`` values from ``imu_y``, is copied to
+    ``imu``). Returns 0, or 1 for a non-finite input (``info[0]`` = 1…4 for q, dq, ddq, y,
+    ``info[1]`` = index), or 2 for a non-finite result."""
+    if first_non_finite((q, dq, ddq, y), info):
         return 1
+    for k in range(n_imu):
+        imu[k] = y[imu_y + k]
     kin.sources(kip, kfp, kw, E, V, q, dq, imu[4:7], src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
     rsrc[r_qdd:r_qdd + ddq.shape[0]] = ddq
-    rsrc[r_imu_acc:r_imu_acc + 3] = imu[7:10]
-    rsrc[r_imu_alpha:r_imu_alpha + 3] = imu[10:13]
-    rsrc[r_ft:r_ft + ft.shape[0]] = ft
-    rsrc[r_cells:r_cells + cells.shape[0]] = cells
-    rsrc[r_tau:r_tau + jt.shape[0]] = jt
-    rsrc[r_ext:r_ext + ext.shape[0]] = ext
+    rsrc[r_y:r_y + y.shape[0]] = y
     gather(GKp, GKi, GKx, src, Ax)                  # values of P D Q (eqs. 4, 16)
     gather(GRp, GRi, GRx, rsrc, x)                  # right-hand side -P b
     info[2] = numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w)

@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from ..errors import ConfigError, ModelError
 from ..model.forward_kinematics import motion_axes
 from ..model.robot_model import FIXED, FREE, RobotModel
+from ..sensors.base import featherstone_to_boundary, slices
 from .config import SensorConfig
 
 # Contact models B_c (columns in Featherstone order [n; f] of the contact frame) and the names of
@@ -38,12 +39,6 @@ CONTACT_COMPONENTS = {
     "point_force": (3, 4, 5),
     "slippery": (0, 1, 2, 5),          # eq. 23: fx = fy = 0; nx, ny, nz, fz free
 }
-_AXIS = ("tx", "ty", "tz", "fx", "fy", "fz")   # Featherstone index → boundary name
-
-
-def featherstone_to_boundary() -> np.ndarray:
-    """Permutation P with ``wrench = P f`` for ``f = [n; f]`` and wrench ``[f; n]``."""
-    return np.array([3, 4, 5, 0, 1, 2])
 
 
 @dataclass
@@ -63,7 +58,8 @@ class SoftRow:
 
 
 class SystemLayout:
-    """Builds the sparse maps of Nori's system for one model and one sensor configuration.
+    """Builds the sparse maps of Nori's system for one model and one sensor configuration; the
+    :class:`~rbd_estimator.sensors.RowWriter` the sensors write their rows with.
 
     Attributes after construction: ``n`` (unknowns), ``m_hard``, ``m_soft``; ``A_map`` (m × n·|src|
     as COO triplets row, col, src index, coefficient), ``r_map`` (sparse m × |rsrc|), ``out_map``
@@ -133,7 +129,8 @@ class SystemLayout:
     # ------------------------------------------------------------------ sources
     def _layout_sources(self):
         """``src``: [1, X_0 (36), X_1 (36), …]; ``rsrc``: [1, c (6NB), ν (6NB), X a_0 (6NB),
-        ω_F × v_F (3), q̈ (nj), IMU acc (3), IMU ang. acc (3), FT (6 per sensor), cells, τ sensors]."""
+        ω_F × v_F (3), q̈ (nj), y], ``y`` the measurement vector: the slice of every sensor in
+        configuration order (:attr:`y_offsets`)."""
         NB, nj = self.model.NB, self.model.n_joints
         self.n_src = 1 + 36 * NB
         o = 1
@@ -142,17 +139,10 @@ class SystemLayout:
         self.r_xa0, o = o, o + 6 * NB
         self.r_imu_wv, o = o, o + 3
         self.r_qdd, o = o, o + nj
-        self.r_imu_acc, o = o, o + 3
-        self.r_imu_alpha, o = o, o + 3
-        self.r_ft, o = o, o + 6 * len(self.config.ft_sensors)
-        self.r_cells = o
-        self.cell_offsets = []
-        for lc in self.config.load_cells:
-            self.cell_offsets.append(o)
-            o += len(lc.positions)
-        self.r_tau, o = o, o + len(self.config.joint_torque_sensors)
-        self.r_ext, o = o, o + 6 * len(self.config.external_wrenches)
-        self.n_rsrc = o
+        self.r_y = o
+        self.y_offsets, self.y_labels = slices(self.config.sensors)
+        self.n_y = len(self.y_labels)
+        self.n_rsrc = o + self.n_y
 
     @staticmethod
     def x_src(body: int, a: int, b: int) -> int:
@@ -182,8 +172,7 @@ class SystemLayout:
     # ------------------------------------------------------------------ hard rows: eqs. (3a), (3f), (3τ)
     def _hard_rows(self):
         m = self.model
-        self.external_frames = [self._frame(w.frame, f"external_wrench.{w.name}.frame")
-                                for w in self.config.external_wrenches]
+        self._f_rows = {}                                        # body → first (3f) row
         self._joint_index = {name: k for k, name in enumerate(m.joint_names)}
         children = m.children
         eye = np.eye(6)
@@ -205,6 +194,7 @@ class SystemLayout:
             # (3f_i): I_i a_i - f_i - f_i^x + Σ_j X_jᵀ f_j = -ν_i   (f_0 = 0 for a floating base)
             r0 = self._new_rows([f"(3f) Newton-Euler equation of {body}"] * 6,
                                 self.col("a" if m.joint_types[i] == FREE else "f", body))
+            self._f_rows[i] = r0
             self._block(r0, self.col("a", body), m.inertias[i])
             if m.joint_types[i] != FREE:
                 self._block(r0, self.col("f", body), -eye)
@@ -215,13 +205,6 @@ class SystemLayout:
                     self._block(r0, self.col("h", c.name), -(frame.X.T @ B))
             for a in range(6):
                 self.rhs.append((r0 + a, self.r_nu + 6 * i + a, -1.0))
-            for k, frame in enumerate(self.external_frames):    # known f_i^x = ⁱX*_F w (eqs. 7–8)
-                if frame.body == i:
-                    M = frame.X.T[:, featherstone_to_boundary()]  # boundary [f; n] → Featherstone, then to body i
-                    for a in range(6):
-                        for b in range(6):
-                            if M[a, b]:
-                                self.rhs.append((r0 + a, self.r_ext + 6 * k + b, float(M[a, b])))
             if m.joint_dofs[i] == 1:                             # (3τ_i): S_iᵀ f_i - τ_i = 0
                 r0 = self._new_rows([f"(3τ) torque of {m.body_joint_names[i]}"],
                                     self.col("tau", m.body_joint_names[i]))
@@ -229,113 +212,56 @@ class SystemLayout:
                 self._block(r0, self.col("tau", m.body_joint_names[i]), -np.ones((1, 1)))
 
     # ------------------------------------------------------------------ soft rows: sensors, eq. (16)
-    def _soft(self, sensor, labels):
+    def _soft_rows(self):
+        for sensor in self.config.sensors:
+            self._writing = sensor
+            sensor.rows(self)
+        self._writing = None
+
+    # ------------------------------------------------------------------ the RowWriter of the sensors
+    def frame(self, name, parameter):
+        """The model frame ``name``; :class:`ConfigError` naming ``parameter`` if unknown."""
+        return self._frame(name, parameter)
+
+    def contact(self, name, parameter):
+        """``(ContactConfig, Frame, B_c)`` of a configured contact."""
+        for entry in self.contacts:
+            if entry[0].name == name:
+                return entry
+        raise ConfigError(f"parameter '{parameter}': '{name}' is not a configured contact "
+                          f"(contacts: {[c.name for c, _, _ in self.contacts]})")
+
+    def soft(self, sensor, labels) -> int:
+        """Append whitened sensor rows labelled ``labels``; returns the first."""
         self.soft_rows.extend(SoftRow(sensor, lab) for lab in labels)
         return self._new_rows([f"{sensor}: {lab}" for lab in labels])
 
-    def _soft_rows(self):
-        cfg, m = self.config, self.model
-        if cfg.imu is not None:
-            self._imu_rows(cfg.imu)
-        for k, ft in enumerate(cfg.ft_sensors):
-            self._ft_rows(k, ft)
-        for k, lc in enumerate(cfg.load_cells):
-            self._load_cell_rows(k, lc)
-        for k, joint in enumerate(cfg.joint_torque_sensors):     # τ_i = y
-            if joint not in m.joint_names:
-                raise ConfigError(f"parameter 'joint_torque_sensors': '{joint}' is not an actuated joint of "
-                                  f"robot '{m.name}'")
-            r0 = self._soft(f"joint torque {joint}", ["τ"])
-            self._block(r0, self.col("tau", joint), np.ones((1, 1)), 1.0 / cfg.joint_torque_stddev)
-            self.rhs.append((r0, self.r_tau + k, 1.0 / cfg.joint_torque_stddev))
+    def block(self, row0, col0, M, scale=1.0):
+        self._block(row0, col0, M, scale)
 
-    def _imu_rows(self, imu):
-        """Proper acceleration at the IMU origin, in IMU axes: ``[0 1] ᶠX_b a_b + ω_F × v_F = y``
-        (a_b includes -a_g, so gravity needs no orientation); optionally ``[1 0] ᶠX_b a_b = ω̇``."""
-        frame = self._frame(imu.frame, "imu.frame")
+    def measured(self, row: int, entry: int, coef: float) -> None:
+        """Right-hand side ``coef · y[k]``, ``k`` entry ``entry`` of the writing sensor's slice."""
+        self.rhs.append((row, self.r_y + self.y_offsets[self._writing.name] + entry, float(coef)))
+
+    def bias(self, row: int, source: str, entry: int, coef: float) -> None:
+        """Right-hand side ``coef · b[entry]`` of a state-dependent term the kinematics computes:
+        ``'imu_wv'``, the IMU origin's ``ω_F × v_F`` (3, IMU axes)."""
+        if source != "imu_wv":
+            raise ValueError(f"unknown bias term {source!r}")
+        self.rhs.append((row, self.r_imu_wv + entry, float(coef)))
+
+    def known_wrench(self, frame, entry: int) -> None:
+        """A known external wrench ``[fx..tz]`` in ``frame`` at entries ``entry…entry+5`` of the
+        writing sensor's slice: ``f_i^x = ⁱX*_F w`` on the right-hand side of (3f) (eqs. 7–8)."""
         if frame.body < 0:
-            raise ConfigError(f"parameter 'imu.frame': '{imu.frame}' is attached to the fixed base")
-        self.imu_frame = frame
-        ca = self.col("a", self.model.body_names[frame.body])
-        X = frame.X
-        s = imu.linear_acceleration_stddev
-        r0 = self._soft("imu", ["linear acceleration x", "linear acceleration y", "linear acceleration z"])
-        self._block(r0, ca, X[3:, :], 1.0 / s)
-        for a in range(3):
-            self.rhs.append((r0 + a, self.r_imu_acc + a, 1.0 / s))
-            self.rhs.append((r0 + a, self.r_imu_wv + a, -1.0 / s))
-        if imu.use_angular_acceleration:
-            s = imu.angular_acceleration_stddev
-            r0 = self._soft("imu", ["angular acceleration x", "angular acceleration y", "angular acceleration z"])
-            self._block(r0, ca, X[:3, :], 1.0 / s)
-            for a in range(3):
-                self.rhs.append((r0 + a, self.r_imu_alpha + a, 1.0 / s))
-
-    def ft_sensor(self, ft):
-        """The model's :class:`FTSensor` for a configured one: from the URDF, or declared on a kept
-        fixed joint with ``ft.<name>.joint``."""
-        try:
-            if ft.joint:
-                return self.model.kept_joint_sensor(ft.name, ft.joint, ft.frame or "child",
-                                                    ft.measure_direction or "child_to_parent")
-            return self.model.ft_sensor(ft.name)
-        except ModelError as exc:
-            hint = "" if ft.joint else "; declare it with ft.<name>.joint on a fixed joint"
-            raise ConfigError(f"parameter 'ft_sensors': '{ft.name}': {exc}{hint}") from None
-
-    def ft_rotation(self, ft, sensor) -> tuple[np.ndarray, float]:
-        """(R, sign): the wrench is measured as ``sign · blockdiag(R, R) f_k`` in Featherstone order,
-        ``R`` rotating child-link coordinates into the measurement axes (SDF ``frame``)."""
-        m = self.model
-        frame = ft.frame or sensor.frame
-        direction = ft.measure_direction or sensor.measure_direction
-        k = sensor.body
-        if frame == "child":
-            R = np.eye(3)
-        elif frame == "parent":
-            R = m.frame(sensor.parent_link).E @ m.E_tree[k].T
-        else:
-            R = sensor.E_sensor
-        return R, (-1.0 if direction == "child_to_parent" else 1.0)
-
-    def _ft_rows(self, k, ft):
-        sensor = self.ft_sensor(ft)
-        R, sign = self.ft_rotation(ft, sensor)
-        Rb = np.zeros((6, 6))
-        Rb[:3, :3] = R
-        Rb[3:, 3:] = R
-        w = np.array([1 / ft.torque_stddev] * 3 + [1 / ft.force_stddev] * 3)
-        r0 = self._soft(ft.name, [f"{_AXIS[a]}" for a in range(6)])
-        cf = self.col("f", self.model.body_names[sensor.body])
-        self._block(r0, cf, (sign * w[:, None]) * Rb)
-        P = featherstone_to_boundary()
-        for a in range(6):                       # y is [fx..tz]; row a is Featherstone component a
-            self.rhs.append((r0 + a, self.r_ft + 6 * k + int(np.where(P == a)[0][0]), w[a]))
-
-    def _load_cell_rows(self, k, lc):
-        """Eq. (18): the cells give ``[fz, tx, ty] = C y`` of their contact's wrench, whitened by
-        the covariance ``σ² C Cᵀ`` of the combination."""
-        c, frame, B = next(x for x in self.contacts if x[0].name == lc.contact)
-        x, y = lc.positions[:, 0], lc.positions[:, 1]
-        C = np.vstack([np.ones_like(x), y, -x])
-        G = C @ C.T
-        if np.linalg.matrix_rank(G) < 3:
-            raise ConfigError(f"parameter 'load_cell.{lc.name}.positions_x/_y': at least three non-collinear "
-                              f"cells are needed to measure fz, tx and ty")
-        L = np.linalg.cholesky(G) * lc.stddev
-        Linv = np.linalg.inv(L)
-        P3 = np.zeros((3, 6))
-        P3[0, 5] = P3[1, 0] = P3[2, 1] = 1.0          # fz, nx, ny of [n; f]
-        M = P3 @ B
-        if np.linalg.matrix_rank(M) < 3:
-            raise ConfigError(f"load cells '{lc.name}': contact '{c.name}' of type {c.type} has no free fz, tx, ty "
-                              f"for the cells to measure")
-        r0 = self._soft(lc.name, ["fz", "tx", "ty"])
-        self._block(r0, self.col("h", c.name), Linv @ M)
-        W = Linv @ C
-        for a in range(3):
-            for j in range(len(x)):
-                self.rhs.append((r0 + a, self.cell_offsets[k] + j, float(W[a, j])))
+            raise ConfigError(f"sensor '{self._writing.name}': frame '{frame.name}' is attached to the fixed base")
+        r0 = self._f_rows[frame.body]
+        M = frame.X.T[:, featherstone_to_boundary()]      # boundary [f; n] → Featherstone, then to body i
+        y0 = self.r_y + self.y_offsets[self._writing.name] + entry
+        for a in range(6):
+            for b in range(6):
+                if M[a, b]:
+                    self.rhs.append((r0 + a, y0 + b, float(M[a, b])))
 
     # ------------------------------------------------------------------ outputs
     def _outputs(self):

@@ -215,11 +215,13 @@ class LoopEstimator:
     contact_names = _of_estimator("contact_names", "Names of the contacts, in the order of ``contact_wrenches``.")
     contact_frames = _of_estimator("contact_frames", "Frames of the contacts.")
     ft_names = _of_estimator("ft_names", "Names of the force-torque sensors, in the order of an ``ft`` array.")
+    measurements = _of_estimator("measurements", "Where each sensor's slice sits in the measurement vector ``y``.")
     kept_joints = _of_estimator("kept_joints", "Fixed joints whose wrench is estimated (``joint_wrenches``).")
 
     # ------------------------------------------------------------------ tick
     def estimate(self, q, dq, ddq, imu: ImuSample | None = None, ft=None, load_cells=None,
-                 joint_torques=None, external_wrenches=None, contacts=None) -> LoopEstimate:
+                 joint_torques=None, external_wrenches=None, contacts=None, *, y=None, readings=None,
+                 **by_kind) -> LoopEstimate:
         """As :meth:`Estimator.estimate`, with ``q``, ``dq``, ``ddq`` the independent coordinates
         (:attr:`joint_names` order: the actuated joints, rad, m) and ``tau`` of the result the
         actuator efforts. The rotors' angles, rates and accelerations follow from the loops."""
@@ -237,7 +239,7 @@ class LoopEstimator:
             self._python_state()
         r = self.estimator.estimate(self._Q[0], self._Q[1], self._Q[2], imu=imu, ft=ft, load_cells=load_cells,
                                     joint_torques=joint_torques, external_wrenches=external_wrenches,
-                                    contacts=contacts)
+                                    contacts=contacts, y=y, readings=readings, **by_kind)
         np.dot(self._GT, r.tau, out=self._tau)                        # τ_y = Gᵀ τ_q
         return self.result
 

@@ -13,6 +13,7 @@ import numpy as np
 from ..dynamics.crba import crba
 from ..dynamics.kinematics import joint_transform
 from ..dynamics.rnea import rnea, rnea_full
+from ..sensors import ContactForce, FootForce, JointTorque
 from .estimator import Estimator, ImuSample, _R_to_quat
 
 
@@ -23,6 +24,7 @@ class SensorReadings(NamedTuple):
     load_cells: list                # one array of cell forces (N) per load-cell group
     joint_torques: np.ndarray       # configured joint-torque sensors
     tau: np.ndarray                 # true joint torques
+    readings: dict = {}             # the other sensors (foot and contact force sensors) by name
 
 
 def contact_wrench_map(estimator: Estimator, wrenches) -> dict:
@@ -49,7 +51,7 @@ def measure(estimator: Estimator, q, v, a, wrenches, rng: np.random.Generator | 
     """Sensor readings of the robot in state ``(q, v, a)`` (pinocchio layout, model order) under
     the contact ``wrenches`` ((n_contacts, 6), contact frames). With ``noise > 0`` every reading gets
     Gaussian noise of ``noise ×`` its configured standard deviation."""
-    m, cfg, lay = estimator.model, estimator.config, estimator._layout
+    m, cfg = estimator.model, estimator.config
     q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
     wrenches = np.asarray(wrenches, dtype=float).reshape(-1, 6)
     tau_full, vb, ab, f = rnea_full(m, q, v, a, contact_wrench_map(estimator, wrenches))
@@ -60,8 +62,8 @@ def measure(estimator: Estimator, q, v, a, wrenches, rng: np.random.Generator | 
     imu = _imu(estimator, q, vb, ab, gauss) if cfg.imu is not None else None
     ft = np.zeros((len(cfg.ft_sensors), 6))
     for k, s in enumerate(cfg.ft_sensors):
-        sensor = lay.ft_sensor(s)
-        R, sign = lay.ft_rotation(s, sensor)
+        sensor = s.bind(m)
+        R, sign = s.rotation(m, sensor)
         n, fo = f[sensor.body][:3], f[sensor.body][3:]
         ft[k] = sign * np.concatenate([R @ fo, R @ n])
         ft[k] += np.concatenate([gauss(s.force_stddev, 3), gauss(s.torque_stddev, 3)])
@@ -72,9 +74,13 @@ def measure(estimator: Estimator, q, v, a, wrenches, rng: np.random.Generator | 
         C = np.vstack([np.ones_like(x), y, -x])
         forces = np.linalg.lstsq(C, np.array([w[2], w[3], w[4]]), rcond=None)[0]
         cells.append(forces + gauss(lc.stddev, len(x)))
-    jt = np.array([tau[m.joint_names.index(j)] for j in cfg.joint_torque_sensors])
-    jt = jt + gauss(cfg.joint_torque_stddev, len(jt))
-    return SensorReadings(imu, ft, cells, jt, tau)
+    jt = np.array([tau[m.joint_names.index(s.name)] + gauss(s.stddev, 1)[0] for s in cfg.of_kind(JointTorque)])
+    other = {}
+    for s in cfg.of_kind(FootForce):        # the contact's normal force
+        other[s.name] = wrenches[estimator.contact_names.index(s.contact)][2:3] + gauss(s.stddev, 1)
+    for s in cfg.of_kind(ContactForce):     # the contact's force, contact frame
+        other[s.name] = wrenches[estimator.contact_names.index(s.contact)][:3] + gauss(s.stddev, 3)
+    return SensorReadings(imu, ft, cells, jt, tau, other)
 
 
 def _imu(estimator, q, vb, ab, gauss) -> ImuSample:

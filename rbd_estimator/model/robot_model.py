@@ -107,6 +107,9 @@ class RobotModel:
     body_parent_links: tuple[str, ...] = ()
     mimic_joints: tuple[MimicJoint, ...] = ()
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    #: IMU sensors the URDF declares (``<sensor type="imu">``, in ``<gazebo reference="LINK">`` or
+    #: top level with ``<parent link="LINK"/>``): name → :class:`Frame`
+    imu_sensors: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -207,6 +210,15 @@ class RobotModel:
             return self.frames[name]
         except KeyError:
             raise ModelError(f"unknown frame or link '{name}' in model '{self.name}'") from None
+
+    def imu_frame(self, name: str) -> Frame:
+        """The frame of a link, a kept frame or a URDF IMU sensor; ``ModelError`` if unknown."""
+        if name in self.frames:
+            return self.frames[name]
+        if name in self.imu_sensors:
+            return self.imu_sensors[name]
+        raise ModelError(f"unknown frame, link or IMU sensor '{name}' in model '{self.name}'"
+                         + (f" (IMU sensors: {', '.join(self.imu_sensors)})" if self.imu_sensors else ""))
 
     def kept_joint_sensor(self, name: str, joint: str, frame: str = "child",
                           measure_direction: str = "child_to_parent") -> FTSensor:

@@ -54,6 +54,7 @@ def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> RobotMode
             raise ModelError(f"mimic joint '{m.joint}' cannot carry a force-torque sensor")
     model = replace(_number(robot.name or "robot", root, links, child_joints, keep, sensors, floating_base),
                     mimic_joints=mimic)
+    model = replace(model, imu_sensors=_imu_frames(model, tree))
     _physical(_massless_subtree(model), strict)
     return model
 
@@ -353,6 +354,52 @@ def _text(elem, tag: str, default: str, sensor: str) -> str:
     if not text:
         raise ModelError(f"force-torque sensor '{sensor}': <{tag}> is empty")
     return text
+
+
+def _imu_frames(model, tree: ET.Element) -> dict:
+    """IMU sensor name → :class:`Frame`, from ``<gazebo reference="LINK"><sensor type="imu">`` and
+    top-level ``<sensor type="imu"><parent link="LINK"/>`` elements, with their ``<pose>`` /
+    ``<origin>`` in the link's coordinates. A sensor on a link the model does not have is an error."""
+    found = []
+    for gz in tree.findall("gazebo"):
+        for sensor in gz.findall("sensor"):
+            if sensor.get("type") == "imu" and gz.get("reference"):
+                found.append((gz.get("reference"), sensor))
+    for sensor in tree.findall("sensor"):
+        if sensor.get("type") == "imu" and sensor.find("parent") is not None:
+            found.append((sensor.find("parent").get("link"), sensor))
+    out = {}
+    child_of = {j.get("name"): j.find("child").get("link") for j in tree.findall("joint") if j.find("child") is not None}
+    for link, sensor in found:
+        name = sensor.get("name") or link
+        link = link if link in model.frames else child_of.get(link, link)    # a gazebo reference to a joint
+        try:
+            base = model.frame(link)
+        except ModelError:
+            raise ModelError(f"IMU sensor '{name}' is attached to '{link}', which is not a link of the model") from None
+        E_ls = _sensor_rotation(sensor, name)                       # link → sensor coordinates
+        out[name] = Frame(name, base.body, E_ls @ base.E, base.r + base.E.T @ _sensor_position(sensor, name))
+    return out
+
+
+def _sensor_position(sensor: ET.Element, name: str) -> np.ndarray:
+    """Sensor origin in its link's coordinates (m), from an SDF <pose> or URDF <origin xyz>."""
+    pose = sensor.find("pose")
+    xyz = None
+    if pose is not None and (pose.text or "").strip():
+        xyz = pose.text.split()[:3]
+    origin = sensor.find("origin")
+    if origin is not None and origin.get("xyz"):
+        xyz = origin.get("xyz").split()
+    if xyz is None:
+        return np.zeros(3)
+    try:
+        p = np.array([float(v) for v in xyz])
+    except ValueError:
+        raise ModelError(f"sensor '{name}': invalid position {xyz}") from None
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        raise ModelError(f"sensor '{name}': invalid position {xyz}")
+    return p
 
 
 def _sensor_rotation(sensor: ET.Element, name: str) -> np.ndarray:

@@ -56,7 +56,10 @@ def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau,
             continue
         if not main_ok or k == res_tau.shape[0] or core.missing_mask(I, time[i]) != 0:
             return i, k, TICK_PENDING
-        if _kernel(K[0], K[1], K[2], K[3], K[4], K[5], K[6], K[7], K[8], K[9], K[10], K[11]) != 0:
+        y, yidx = K[5], K[6]
+        for j in range(y.shape[0]):                 # the plan's measurement vector (Plan.measurement)
+            y[j] = F[yidx[j]]
+        if _kernel(K[0], K[1], K[2], K[3], K[4], y) != 0:
             return i, k, TICK_PENDING
         for j in range(nj):
             res_tau[k, j] = out[j]
@@ -69,18 +72,14 @@ def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau,
     return time.shape[0], k, DONE
 
 
-def kernel_args(inputs, estimator):
-    """The structured kernel's arguments for ``estimator`` (the main plan) reading the current
-    samples of ``inputs`` (views: valid until ``inputs`` is reconfigured), as its own
-    :meth:`~rbd_estimator.estimation.structured.StructuredSolver.estimate` passes them; None when
-    the estimator does not use the structured solver or reads another sensor set."""
-    sol = getattr(estimator, "_structured", None)
+def kernel_args(inputs, plan):
+    """The structured kernel's arguments for ``plan`` (the main plan) reading the current samples
+    of ``inputs`` (views: valid until ``inputs`` is reconfigured), as
+    :meth:`~rbd_estimator.estimation.structured.StructuredSolver.estimate` passes them, followed by
+    the gather index of its measurement vector in ``inputs.F``; None when the estimator does not
+    use the structured solver."""
+    sol = getattr(plan.estimator, "_structured", None)
     if sol is None:
         return None
-    cfg = estimator.config
-    same = (tuple(estimator.ft_names) == inputs.ft_names and tuple(cfg.joint_torque_sensors) == inputs.jt_names
-            and tuple(c.name for c in cfg.load_cells) == tuple(c.name for c in inputs.config.load_cells))
-    if not same:
-        return None
-    return sol.arguments(inputs.q, inputs.dq, inputs.ddq, inputs.imu, inputs.ft_matrix, inputs.cells_vector,
-                         inputs.jt_vector)
+    plan.measurement(inputs)
+    return (sol.ip, plan.estimator._state, inputs.q, inputs.dq, inputs.ddq, plan.y, plan._index)

@@ -88,7 +88,7 @@ class ContactState:
             if self._cells is None or self._cells.slots is not inputs.slots:
                 self._cells = _Cells(inputs)
             # the full sensor set's latest readings (a lost sensor's last one)
-            f = d.normal_forces(inputs.ft_for(inputs.ft_names), self._cells, inputs.ft_names, ())
+            f = d.normal_forces(self._cells)
             self.active[self._detected] = d.update(f, now_ns)
             self.force[self._detected] = f
         np.copyto(self.position, self.active)
@@ -107,7 +107,7 @@ class ContactState:
 
 
 class _Cells:
-    """``inputs.slots`` as the mapping group → cell forces that the detector reads."""
+    """``inputs.slots`` as the mapping sensor → latest reading that the detector reads."""
     __slots__ = ("slots",)
 
     def __init__(self, inputs):

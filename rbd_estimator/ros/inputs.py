@@ -161,6 +161,9 @@ class _Alloc:
         return k
 
 
+#: slot kind of each sensor decoder (:mod:`rbd_estimator.sensors.base`), and the order of their blocks in F
+_SLOT_OF_DECODER = {"imu": "imu", "wrench": "ft", "float64_array": "load_cell", "joint_effort": "joint_torque"}
+_BLOCK_ORDER = {"joint_states": 0, "imu": 1, "ft": 2, "load_cell": 3, "joint_torque": 4}
 _KINDS = {"joint_states": core.JOINT_STATES, "imu": core.IMU, "ft": core.FT, "load_cell": core.LOAD_CELLS,
           "joint_torque": core.JOINT_TORQUE}
 #: most sensors a configuration can have (one bit each in the compiled freshness mask)
@@ -198,13 +201,14 @@ class SensorInputs:
         from .params import default_topic
         entries = [("joint_states", "joint_states", settings.joint_states_topic, settings.joint_states_timeout,
                     len(self.joint_names))]
-        if config.imu is not None:
-            entries.append(("imu", "imu", config.imu.topic or default_topic("imu", "imu"), config.imu.timeout, 0))
-        entries += [(s.name, "ft", s.topic or default_topic("ft", s.name), s.timeout, 6) for s in config.ft_sensors]
-        entries += [(c.name, "load_cell", c.topic or default_topic("load_cell", c.name), c.timeout,
-                     len(c.positions)) for c in config.load_cells]
-        entries += [(j, "joint_torque", settings.joint_torque_source(), settings.joint_torque_timeout, 1)
-                    for j in config.joint_torque_sensors]
+        for sensor in config.sensors:             # each kind's decoder reads its slice of y
+            slot = _SLOT_OF_DECODER[sensor.DECODER]
+            if slot == "joint_torque":
+                entries.append((sensor.name, slot, settings.joint_torque_source(), settings.joint_torque_timeout, 1))
+            else:
+                entries.append((sensor.name, slot, sensor.topic or default_topic(sensor.GROUP, sensor.name),
+                                sensor.timeout, 0 if slot == "imu" else sensor.size))
+        entries.sort(key=lambda e: _BLOCK_ORDER[e[1]])   # stable: kinds keep their registry order in a block
         if len(entries) - 1 > MAX_SENSORS:
             raise ConfigError(f"{len(entries) - 1} sensors configured: at most {MAX_SENSORS} are supported")
         old_I, old_F, old_slots = self.I, self.F, self.slots
@@ -214,14 +218,15 @@ class SensorInputs:
         self.config, self.settings = config, settings
 
     def _build(self, entries, config, settings) -> None:
-        nj, n_ft = len(self.joint_names), len(config.ft_sensors)
-        n_cells = sum(len(c.positions) for c in config.load_cells)
+        nj = len(self.joint_names)
+        n_ft = sum(1 for e in entries if e[1] == "ft")               # every wrench-message sensor
+        n_cells = sum(e[4] for e in entries if e[1] == "load_cell")  # every float64-array sensor
         fa = _Alloc()
         par, q, dq, acc, acc_prev = fa(2), fa(nj), fa(nj), fa(nj), fa(nj)
         gyro, gyro_prev, imu = fa(3), fa(3), fa(10)
         ft, ft_raw, ft_off = fa(6 * n_ft), fa(6 * n_ft), fa(6 * n_ft)
         cells, jt = fa(n_cells), fa(len(config.joint_torque_sensors))
-        scr = fa(max(2 * nj, 10, 6, max((len(c.positions) for c in config.load_cells), default=0)))
+        scr = fa(max(2 * nj, 10, 6, max((e[4] for e in entries if e[1] == "load_cell"), default=0)))
         F = np.zeros(fa.size)
         F[par], F[par + 1] = time_constant(settings.acceleration_cutoff_hz), float(settings.max_sample_gap)
         F[imu + 3] = 1.0                              # identity orientation until the first sample
@@ -269,7 +274,8 @@ class SensorInputs:
         if config.imu is not None:
             self.imu = ImuSample(F[imu:imu + 4], F[imu + 4:imu + 7], F[imu + 7:imu + 10],
                                  F[gyro:gyro + 3] if self.use_angular_acceleration else None)
-        self.ft_names = tuple(s.name for s in config.ft_sensors)
+        self._imu_at, self._alpha_at = imu, gyro
+        self.ft_names = tuple(s.name for s in config.ft_sensors)       # the first rows of the wrench block
         n_ft = len(self.ft_names)
         self.ft_matrix = F[ft:ft + 6 * n_ft].reshape(n_ft, 6)
         self.ft_raw_matrix = F[ft_raw:ft_raw + 6 * n_ft].reshape(n_ft, 6)   # readings before the offsets
@@ -406,6 +412,22 @@ class SensorInputs:
             names = self.sensor_names
             hit = self._missing_sets[mask] = frozenset(n for k, n in enumerate(names) if mask >> k & 1)
         return hit
+
+    def y_index(self, sensors) -> np.ndarray:
+        """Indices into :attr:`F` of the measurement vector ``y`` of ``sensors`` (an estimator's
+        ``config.sensors``): each sensor's latest value (the IMU's sample, then its angular
+        acceleration from the gyro's derivative filter when it is used), in order."""
+        parts = []
+        for s in sensors:
+            if s.BASE_MOTION:
+                parts.append(np.arange(self._imu_at, self._imu_at + 10))
+                if s.size > 10:
+                    parts.append(np.arange(self._alpha_at, self._alpha_at + 3))
+                continue
+            r = self.I[core.H_SLOTS] + core.SLOT_W * self._index[s.name]
+            v = int(self.I[r + core.S_VALUE])
+            parts.append(np.arange(v, v + s.size))
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
     def ft_for(self, names) -> np.ndarray | None:
         """``(len(names), 6)`` readings in ``names`` order (no copy for the full set)."""

@@ -138,4 +138,4 @@ class NodeSettings:
 def default_topic(kind: str, name: str) -> str:
     """Default input topic of a sensor whose ``topic`` parameter is empty (relative: follows the
     node's namespace)."""
-    return {"ft": f"ft/{name}", "load_cell": f"load_cells/{name}", "imu": "imu"}[kind]
+    return {"ft": f"ft/{name}", "load_cell": f"load_cells/{name}", "imu": "imu"}.get(kind, f"{kind}/{name}")

@@ -12,23 +12,32 @@ import queue
 import threading
 import warnings
 
+import numpy as np
+
 from ..errors import ConfigError, IllPosedError, ModelError, ModelWarning
 from ..estimation import Estimator
 from ..estimation.loops import estimator_for
 
 
 class Plan:
-    """An estimator plus the input names it reads, computed once."""
-    __slots__ = ("estimator", "ft_names", "load_cell_names", "joint_torque_names", "has_imu", "missing")
+    """An estimator plus where its measurement vector comes from in the inputs, computed once per
+    input layout."""
+    __slots__ = ("estimator", "sensors", "missing", "_for", "_index", "y")
 
     def __init__(self, estimator: Estimator, missing: frozenset):
-        cfg = estimator.config
         self.estimator = estimator
-        self.ft_names = tuple(estimator.ft_names)
-        self.load_cell_names = tuple(c.name for c in cfg.load_cells)
-        self.joint_torque_names = tuple(cfg.joint_torque_sensors)
-        self.has_imu = cfg.imu is not None
+        self.sensors = estimator.config.sensors
         self.missing = missing
+        self._for = self._index = None
+        self.y = np.zeros(estimator.measurements.size)
+
+    def measurement(self, inputs) -> np.ndarray:
+        """The estimator's measurement vector ``y`` from the latest samples of ``inputs`` (one
+        gather; the index is computed when the inputs' layout changes)."""
+        if self._for is not inputs.F:
+            self._index, self._for = inputs.y_index(self.sensors), inputs.F
+        np.take(inputs.F, self._index, out=self.y)
+        return self.y
 
 
 def without(config, missing) -> object:
@@ -83,6 +92,11 @@ class PlanSet:
     def prepare(self, missing: frozenset) -> None:
         """Plan the set without ``missing`` (worker thread)."""
         if self.closed or self.known(missing):
+            return
+        needed = sorted(n for n in missing if not self.config.sensor(n).DROPPABLE)
+        if needed:                               # a known input, not a redundant measurement
+            self.unavailable[missing] = (f"{', '.join(needed)} cannot be left out (a known input of the "
+                                         f"equations, not a redundant measurement)")
             return
         cfg = without(self.config, missing)
         try:

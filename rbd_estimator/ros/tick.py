@@ -71,14 +71,8 @@ class TickCore:
         if mask is not None and self._subset_unavailable(plan, contacts, mask):
             return None
         self.plan_in_use = plan
-        slots = inputs.slots
         try:
-            r = plan.estimator.estimate(
-                inputs.q, inputs.dq, inputs.ddq,
-                imu=inputs.imu if plan.has_imu else None,
-                ft=inputs.ft_for(plan.ft_names),
-                load_cells={n: slots[n].value for n in plan.load_cell_names} if plan.load_cell_names else None,
-                joint_torques=inputs.joint_torques_for(plan.joint_torque_names), contacts=mask)
+            r = plan.estimator.estimate(inputs.q, inputs.dq, inputs.ddq, y=plan.measurement(inputs), contacts=mask)
         except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
             self.estimate_failures += 1
             self.no_output += 1

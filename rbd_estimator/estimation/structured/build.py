@@ -23,7 +23,7 @@ def build(est, check: bool = True):
     """The structured solver for ``est``, or ``None`` when the generic path is to be used:
     ``est._solver_mode == 'generic'``, or the layout has a form this solver does not cover, or the
     self-check fails (with a warning). With ``'structured'`` these raise :class:`ConfigError`."""
-    mode = getattr(est, "_solver_mode", "auto")
+    mode = est._solver_mode
     if mode not in ("auto", "generic", "structured"):
         raise ConfigError(f"solver must be 'auto', 'generic' or 'structured', got {mode!r}")
     if mode == "generic":
@@ -139,10 +139,6 @@ def _build(est) -> StructuredSolver:
         raise _NotApplicable("layout rows are not hard rows followed by sensor rows")
     if cfg.external_wrenches:
         raise _NotApplicable("known external wrenches are handled by the generic path")
-    for name in ("_E", "_v", "_x", "_out", "_info", "_imu_buf", "_ft_buf", "_cells_buf", "_jt_buf", "_jofb",
-                 "_sol_col", "_imu_body", "_imu_E", "_imu_r", "plan"):
-        if not hasattr(est, name):
-            raise _NotApplicable(f"the estimator has no attribute {name}")
 
     # ---- unknowns left: z = (a_0 (floating), h)
     h_cols = [c for c in lay.columns if c.kind == "h"]
@@ -194,15 +190,12 @@ def _build(est) -> StructuredSolver:
         else:                                             # the row observes sᵀ f_b, s its coefficients
             proj[(key, r)][1][comp] += v
             G[r, proj[(key, r)][0]] = 1.0
-    # right-hand sides over msrc = [1, ω_F × v_F (3), IMU acc (3), IMU ω̇ (3), ft, cells, τ]
-    n_ft, n_cells, n_jt = est._ft_buf.size, est._cells_buf.size, est._jt_buf.size
-    NMSRC = 10 + n_ft + n_cells + n_jt
+    # right-hand sides over msrc = [1, ω_F × v_F (3), y]
+    NMSRC = 4 + lay.n_y
     rmap = {0: 0}
     for a in range(3):
-        rmap[lay.r_imu_wv + a], rmap[lay.r_imu_acc + a], rmap[lay.r_imu_alpha + a] = 1 + a, 4 + a, 7 + a
-    rmap.update({lay.r_ft + k: 10 + k for k in range(n_ft)})
-    rmap.update({lay.r_cells + k: 10 + n_ft + k for k in range(n_cells)})
-    rmap.update({lay.r_tau + k: 10 + n_ft + n_cells + k for k in range(n_jt)})
+        rmap[lay.r_imu_wv + a] = 1 + a
+    rmap.update({lay.r_y + k: 4 + k for k in range(lay.n_y)})
     Rm = np.zeros((ms, NMSRC))
     for (r, s, v) in lay.rhs:
         if r < mh:
@@ -322,8 +315,8 @@ def _build(est) -> StructuredSolver:
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT))
     ip = ipk.array()
     counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
-                  RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NFT=len(cfg.ft_sensors),
-                  NCELLS=n_cells, NJT=n_jt, **est.state_offsets())
+                  RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est._imu_y,
+                  NIMU=est._n_imu, **est.state_offsets())
     tail = counts["STAIL"]
     counts.update(SFP=tail, SW=tail + fp.size, SEND=tail + fp.size + w.size)
     for d in (k_off, counts, i_off, f_off, w_off):
@@ -339,19 +332,17 @@ def _self_check(est, solver: StructuredSolver, seed: int = 7, count: int = 2):
     rng = np.random.default_rng(seed)
     m, cfg = est.model, est.config
     nj = m.n_joints
-    saved = getattr(est, "_structured", None)
+    saved = est._structured
     for _ in range(count):
         args = dict(q=rng.uniform(-1.2, 1.2, nj), dq=rng.normal(size=nj), ddq=rng.normal(size=nj))
-        if cfg.imu is not None:
+        y = rng.normal(size=est._layout.n_y) * 20
+        if cfg.imu is not None:                 # a unit quaternion, a plausible gyro and accelerometer
+            o = est._imu_y
             quat = rng.normal(size=4)
-            args["imu"] = (quat / np.linalg.norm(quat), rng.normal(size=3), rng.normal(size=3) * 5,
-                           rng.normal(size=3) if cfg.imu.use_angular_acceleration else None)
-        if cfg.ft_sensors:
-            args["ft"] = rng.normal(size=(len(cfg.ft_sensors), 6)) * 20
-        if cfg.load_cells:
-            args["load_cells"] = [rng.normal(size=len(lc.positions)) * 50 for lc in cfg.load_cells]
-        if cfg.joint_torque_sensors:
-            args["joint_torques"] = rng.normal(size=len(cfg.joint_torque_sensors)) * 5
+            y[o:o + 4] = quat / np.linalg.norm(quat)
+            y[o + 4:o + 7] = rng.normal(size=3)
+            y[o + 7:o + 10] = rng.normal(size=3) * 5
+        args["y"] = y
         est._structured = None
         try:
             est.estimate(**args)
@@ -362,9 +353,8 @@ def _self_check(est, solver: StructuredSolver, seed: int = 7, count: int = 2):
             return
         finally:
             est._structured = saved
-        results = [(solver.tick(), est._out.copy())]
-        results.append((solver.estimate(args["q"], args["dq"], args["ddq"], args.get("imu"), args.get("ft"),
-                                        args.get("load_cells"), args.get("joint_torques")), est._out.copy()))
+        results = [(solver.estimate(args["q"], args["dq"], args["ddq"], y), est._out.copy())]
+        results.append((solver.estimate(list(args["q"]), args["dq"], args["ddq"], list(y)), est._out.copy()))
         scale = max(1.0, float(np.max(np.abs(ref)))) if ref.size else 1.0
         for status, got in results:
             err = float(np.max(np.abs(got - ref))) if got.size else 0.0

@@ -16,7 +16,7 @@ from ...model.forward_kinematics import KIN_NAMES, Packer as _Packer
 # starts with the forward kinematics' slots (KIN_NAMES: H_x == K_x), which its kernels read.
 _NAMES = KIN_NAMES + (
     # sizes and flags
-    "NJ NH NC MS MSC NOBS NGRP NPAIR NCP RED NOUTM NMSRC NSEL NFT NCELLS NJT "
+    "NJ NH NC MS MSC NOBS NGRP NPAIR NCP RED NOUTM NMSRC NSEL NY IMUY NIMU "
     # offsets in the estimator's state buffer S = [E, V, x, IMU sample, out, info, fp, w]
     "SX SIMU SOUT SINFO STAIL SFP SW SEND "
     # int arrays

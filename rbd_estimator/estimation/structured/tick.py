@@ -7,18 +7,20 @@ from numba import types as nbt
 
 from ..checks import first_non_finite, zero_if_finite
 from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
-from .layout import (H_FLOAT, H_IMUB, H_MS, H_NB, H_NCELLS, H_NFT, H_NH, H_NJ, H_NJT, H_NOUTM, H_RED, H_SIMU,
-    H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, _A1, _A2,
+from .layout import (H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NB, H_NH, H_NIMU, H_NJ, H_NOUTM, H_NY, H_RED, H_SIMU,
+    H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, _A1,
     _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
 from .reduction import _backward_without_contacts, _base_equation, _observations
 from .solve import _cholesky_solve, _normal_equations, _qr_solve
 
-_SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _IN, _IN, _IN, _IN, _IN, _IN, _IN, _A2, _IN, _IN)
+_SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _IN, _IN, _IN, _IN)
 
 
-def structured_tick(ip, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, cells, jtau):
-    """One estimate (module docstring). ``S``: the estimator's state buffer (``Estimator._state``),
+def structured_tick(ip, S, q, dq, ddq, y):
+    """One estimate (module docstring) from the joint state and the measurement vector ``y``
+    (the IMU's slice, ``NIMU`` values from ``IMUY``, copied to the state's IMU sample).
+    ``S``: the estimator's state buffer (``Estimator._state``),
     which holds its ``(NB, 3, 3)`` rotations ``E`` and ``(NB, 6)`` velocities ``V`` (filled as its
     kinematics fills them), the generic solution vector ``xsol`` (whose ``a_0`` entries are set for
     ``Estimate.base_acceleration``), the IMU sample ``imu_buf``, the outputs ``out`` and ``info``,
@@ -31,50 +33,26 @@ def structured_tick(ip, S, q, dq, ddq, imu_q, imu_w, imu_a, imu_al, ft, cells, j
     E, V = S[0:9 * NB], S[9 * NB:15 * NB]
     xsol, imu_buf = S[ip[H_SX]:ip[H_SIMU]], S[ip[H_SIMU]:ip[H_SIMU] + 13]
     out, info = S[ip[H_SOUT]:ip[H_SINFO]], S[ip[H_SINFO]:ip[H_SINFO] + 4]
-    if (q.shape[0] != NJ or dq.shape[0] != NJ or ddq.shape[0] != NJ or imu_q.shape[0] != 4 or imu_w.shape[0] != 3
-            or imu_a.shape[0] != 3 or imu_al.shape[0] != 3 or ft.shape[0] != ip[H_NFT] or ft.shape[1] != 6
-            or cells.shape[0] != ip[H_NCELLS] or jtau.shape[0] != ip[H_NJT]):
+    if q.shape[0] != NJ or dq.shape[0] != NJ or ddq.shape[0] != NJ or y.shape[0] != ip[H_NY]:
         return 3
-    for k in range(4):
-        imu_buf[_u(k)] = imu_q[_u(k)]
-    for k in range(3):
-        imu_buf[_u(4 + k)] = imu_w[_u(k)]
-        imu_buf[_u(7 + k)] = imu_a[_u(k)]
-        imu_buf[_u(10 + k)] = imu_al[_u(k)]
-    # ---- inputs must be finite (same codes as the generic tick)
-    # (the generic tick's numbering of the inputs: q, dq, ddq, imu, ft, cells, τ → info[0] = 1…7)
-    ft_flat = ft.reshape(ft.shape[0] * 6)
-    if (zero_if_finite(q) + zero_if_finite(dq) + zero_if_finite(ddq) + zero_if_finite(imu_buf)
-            + zero_if_finite(ft_flat) + zero_if_finite(cells) + zero_if_finite(jtau)) != 0.0:
-        if first_non_finite((q, dq, ddq), info):
-            return 1
-        if first_non_finite((imu_buf, ft_flat), info):
-            info[0] += 3
-            return 1
-        first_non_finite((cells, jtau), info)
-        info[0] += 5
+    imu_y = ip[H_IMUY]
+    for k in range(ip[H_NIMU]):
+        imu_buf[_u(k)] = y[_u(imu_y + k)]
+    # ---- inputs must be finite (same codes as the generic tick: q, dq, ddq, y → info[0] = 1…4)
+    if zero_if_finite(q) + zero_if_finite(dq) + zero_if_finite(ddq) + zero_if_finite(y) != 0.0:
+        first_non_finite((q, dq, ddq, y), info)
         return 1
     floating = ip[H_FLOAT]
     w_ms = ip[H_WMS]
 
     # ---- the forward kinematics (the package's one pass) with the RNEA's forward pass, then backward
-    forward_kinematics(ip, fp, w, E, V, q, dq, ddq, imu_w)
+    forward_kinematics(ip, fp, w, E, V, q, dq, ddq, imu_buf[4:7])
     _backward_without_contacts(ip, fp, w, E)
-    # ---- sensor sources msrc = [1, ω_F × v_F, IMU acc, IMU ω̇, ft, cells, τ]
+    # ---- sensor sources msrc = [1, ω_F × v_F, y]
     if ip[H_IMUB] >= 0:
         imu_velocity_product(ip, fp, w, V, w, w_ms + 1)
-    for k in range(6):
-        w[_u(w_ms + 4 + k)] = imu_buf[_u(7 + k)]
-    o = w_ms + 10
-    for k in range(ft.shape[0]):
-        for a in range(6):
-            w[_u(o + 6 * k + a)] = ft[k, a]
-    o += 6 * ft.shape[0]
-    for k in range(cells.shape[0]):
-        w[_u(o + k)] = cells[_u(k)]
-    o += cells.shape[0]
-    for k in range(jtau.shape[0]):
-        w[_u(o + k)] = jtau[_u(k)]
+    for k in range(y.shape[0]):
+        w[_u(w_ms + 4 + k)] = y[_u(k)]
 
     # ---- observations, the base equation, the least-squares problem in h
     _observations(ip, fp, w)

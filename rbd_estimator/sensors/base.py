@@ -1,0 +1,247 @@
+"""The one interface every sensor kind implements, and the registry that lists the kinds.
+
+A sensor kind is a frozen dataclass deriving from :class:`Sensor`: its fields are its parameters
+(``<group>.<name>.<field>`` in the parameter files), and its methods are everything the package
+needs to know about it (iDynTree's ``Sensor`` plays this role for BERDY):
+
+* :meth:`Sensor.check` validates the parameters (errors name the parameter);
+* :meth:`Sensor.rows` writes its measurement rows of Nori's eq. (16) on the unknowns of the
+  system, whitened by its noise, through a :class:`RowWriter` that the estimation layer provides;
+* :attr:`Sensor.size` and :meth:`Sensor.labels` describe its slice of the **one measurement
+  vector** ``y`` that both ticks take: the slices of all sensors, in configuration order;
+* :meth:`Sensor.write` turns one reading (any documented form) into that slice;
+* :attr:`Sensor.MESSAGE` and :attr:`Sensor.DECODER` name its ROS message and how its bytes are
+  decoded into the slice;
+* :meth:`Sensor.contact_normal_force` (optional) says how it measures a contact's normal force,
+  for contact detection.
+
+A new kind is one module: subclass :class:`Sensor` and decorate it with :func:`register` (a test
+or a user package may do so too). This module imports nothing from the estimation layer.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from ..errors import ConfigError
+
+# ROS message decoders the runtime knows (the CDR layout a slice is read from)
+IMU_MESSAGE = "imu"                 # sensor_msgs/Imu: [quat xyzw, ω, specific force]
+WRENCH_MESSAGE = "wrench"           # geometry_msgs/WrenchStamped: [fx, fy, fz, tx, ty, tz]
+ARRAY_MESSAGE = "float64_array"     # std_msgs/Float64MultiArray: the slice's values in order
+JOINT_EFFORT = "joint_effort"       # sensor_msgs/JointState effort of the sensor's joint
+
+
+class RowWriter(Protocol):
+    """What a sensor writes its rows with (the estimation layer's :class:`~rbd_estimator.estimation.
+    layout.SystemLayout`). Columns are unknowns of Nori's ``d``: ``col('a', body)`` the spatial
+    acceleration of a body (6, Featherstone ``[ω̇; v̇]``, body coordinates), ``col('f', body)`` the
+    wrench its joint transmits (6, ``[n; f]``, parent → child, body coordinates), ``col('tau',
+    joint)`` a joint torque, ``col('h', contact)`` the free components of a contact wrench."""
+
+    model: Any
+
+    def frame(self, name: str, parameter: str): ...
+    def col(self, kind: str, owner: str) -> int: ...
+    def contact(self, name: str, parameter: str): ...
+    def soft(self, sensor: str, labels) -> int: ...
+    def block(self, row0: int, col0: int, M: np.ndarray, scale: float = 1.0) -> None: ...
+    def measured(self, row: int, entry: int, coef: float) -> None: ...
+    def bias(self, row: int, source: str, entry: int, coef: float) -> None: ...
+    def known_wrench(self, frame, entry: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Sensor(ABC):
+    """A sensor of one kind (a frozen dataclass; ``name`` first). Class attributes declare the kind:
+
+    ``LIST`` the list parameter naming the sensors (``ft_sensors``), ``GROUP`` the per-sensor
+    sub-dictionary (``ft``), ``KEYWORD`` the keyword of :meth:`Estimator.estimate` that takes the
+    readings of all sensors of the kind (None: only through ``readings=`` or the vector ``y``),
+    ``SINGLE`` at most one of the kind, given as one reading rather than a list (the IMU),
+    ``MESSAGE``/``DECODER`` the ROS message type and its decoder, ``DROPPABLE`` whether an
+    estimate may go on without it when it stops arriving, ``BASE_MOTION`` whether its slice starts
+    with the base orientation quaternion and angular velocity (the IMU: the kinematics reads it)."""
+
+    name: str
+
+    LIST: ClassVar[str] = ""
+    GROUP: ClassVar[str] = ""
+    KEYWORD: ClassVar[str | None] = None
+    SINGLE: ClassVar[bool] = False
+    MESSAGE: ClassVar[str] = "std_msgs/msg/Float64MultiArray"
+    DECODER: ClassVar[str] = ARRAY_MESSAGE
+    DROPPABLE: ClassVar[bool] = True
+    BASE_MOTION: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ parameters
+    @classmethod
+    def parse(cls, name: str, values: dict) -> "Sensor":
+        """The sensor ``name`` from its sub-dictionary ``values`` (field → value, as given): every
+        key must be a field (else :class:`ConfigError` naming it and the closest field)."""
+        known = {f.name: f for f in fields(cls) if f.name != "name"}
+        kw = {}
+        for key, value in values.items():
+            if key not in known:
+                raise unknown_key(f"{cls.prefix_of(name)}{key}", [f"{cls.prefix_of(name)}{k}" for k in known])
+            kw[key] = convert(f"{cls.prefix_of(name)}{key}", value, known[key].type)
+        sensor = cls(name=name, **kw)
+        sensor.check()
+        return sensor
+
+    @classmethod
+    def prefix_of(cls, name: str) -> str:
+        """``<group>.<name>.`` (``imu.`` for a single sensor)."""
+        return f"{cls.GROUP}." if cls.SINGLE else f"{cls.GROUP}.{name}."
+
+    @property
+    def prefix(self) -> str:
+        return self.prefix_of(self.name)
+
+    def check(self) -> None:
+        """Validate the values; :class:`ConfigError` naming the parameter. Default: every
+        ``*stddev`` and ``timeout`` field finite and positive."""
+        for f in fields(self):
+            if f.name.endswith("stddev") or f.name == "timeout":
+                v = getattr(self, f.name)
+                if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0.0):
+                    raise ConfigError(f"parameter '{self.prefix}{f.name}' must be a finite number > 0, got {v!r}")
+
+    def to_parameters(self) -> dict:
+        """Flat, dotted parameters that :meth:`parse` reads back."""
+        return {f"{self.prefix}{f.name}": _plain(getattr(self, f.name)) for f in fields(self) if f.name != "name"}
+
+    # ------------------------------------------------------------------ the measurement
+    @property
+    @abstractmethod
+    def size(self) -> int:
+        """Entries of the sensor's slice of the measurement vector ``y``."""
+
+    def labels(self) -> tuple[str, ...]:
+        """A label per entry of the slice (errors and residual names)."""
+        return tuple(f"{self.name}[{k}]" for k in range(self.size))
+
+    @abstractmethod
+    def rows(self, w: RowWriter) -> None:
+        """Write the sensor's rows (Nori eq. 16), whitened: ``(y − model) / σ``."""
+
+    def write(self, value, out: np.ndarray) -> None:
+        """One reading in any documented form → ``out`` (the slice), ``ValueError`` naming the
+        sensor when it does not fit. Default: ``size`` numbers."""
+        out[:] = vector(value, self.size, f"{self.name}")
+
+    def contact_normal_force(self, contact: str):
+        """``(coefficients, offset)`` such that the normal force (N, along the contact frame's z)
+        of ``contact`` is ``coefficients · slice`` when this sensor measures it directly, or None."""
+        return None
+
+
+# ---------------------------------------------------------------------------- the registry
+#: kind class by ``LIST`` parameter name, in registration order (the order of ``y``'s slices)
+KINDS: dict[str, type[Sensor]] = {}
+
+
+def register(cls: type[Sensor]) -> type[Sensor]:
+    """Add a kind (a class decorator). Its ``LIST`` and ``GROUP`` names must be new."""
+    if not (cls.LIST and cls.GROUP):
+        raise TypeError(f"sensor kind {cls.__name__} must set LIST and GROUP")
+    for other in KINDS.values():
+        if other is not cls and (cls.LIST in (other.LIST, other.GROUP) or cls.GROUP in (other.LIST, other.GROUP)):
+            raise TypeError(f"sensor kind {cls.__name__}: parameter names '{cls.LIST}'/'{cls.GROUP}' are taken "
+                            f"by {other.__name__}")
+    KINDS[cls.LIST] = cls
+    return cls
+
+
+def unregister(cls: type[Sensor]) -> None:
+    """Remove a kind (tests that register one of their own)."""
+    KINDS.pop(cls.LIST, None)
+
+
+def kind_of_group(group: str) -> type[Sensor] | None:
+    return next((k for k in KINDS.values() if k.GROUP == group), None)
+
+
+def slices(sensors) -> tuple[dict, list]:
+    """``({sensor name: offset}, labels)`` of the measurement vector of ``sensors``: their slices
+    one after the other, in the given (configuration) order."""
+    offsets, labels = {}, []
+    for s in sensors:
+        offsets[s.name] = len(labels)
+        labels.extend(s.labels())
+    return offsets, labels
+
+
+# ---------------------------------------------------------------------------- helpers for kinds
+def unknown_key(key: str, valid) -> ConfigError:
+    """The error for a parameter nobody reads, naming the closest valid one."""
+    close = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return ConfigError(f"unknown parameter '{key}'{hint}")
+
+
+def convert(name: str, value, kind):
+    """A parameter value as the field's type (``float``, ``bool``, ``str``, ``tuple`` of floats)."""
+    kind = str(kind)
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"parameter '{name}' must be true or false, got {value!r}")
+    if kind in ("float", "int"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"parameter '{name}' must be a number, got {value!r}")
+        return float(value) if kind == "float" else int(value)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"parameter '{name}' must be a string, got {value!r}")
+        return value
+    if kind.startswith("tuple"):
+        return tuple(number_list(name, value))
+    return value
+
+
+def number_list(name: str, value) -> list[float]:
+    """A list of finite numbers, or :class:`ConfigError` naming the parameter."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        raise ConfigError(f"parameter '{name}' must be a list of numbers, got {value!r}")
+    try:
+        arr = [float(v) for v in value]
+    except (TypeError, ValueError):
+        raise ConfigError(f"parameter '{name}' must be a list of numbers, got {value!r}") from None
+    if not all(math.isfinite(v) for v in arr):
+        raise ConfigError(f"parameter '{name}' has a non-finite value")
+    return arr
+
+
+def vector(x, n: int, name: str) -> np.ndarray:
+    """``x`` as ``n`` float64 values (a number for ``n == 1``), or ``ValueError`` naming the input."""
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: not an array of numbers ({exc})") from None
+    if a.shape != (n,):
+        if n == 1 and a.shape == ():            # a one-value reading given as a number
+            return a.reshape(1)
+        raise ValueError(f"{name}: expected {n} values, got shape {a.shape}")
+    return a
+
+
+def _plain(v):
+    if isinstance(v, tuple):
+        return [float(x) for x in v]
+    return v
+
+
+def featherstone_to_boundary() -> np.ndarray:
+    """Permutation P with ``wrench = P f`` for ``f = [n; f]`` (Featherstone) and wrench ``[f; n]``
+    (the boundary order of ``geometry_msgs/Wrench``)."""
+    return np.array([3, 4, 5, 0, 1, 2])
+
+
+#: Featherstone index → boundary component name
+AXIS = ("tx", "ty", "tz", "fx", "fy", "fz")

@@ -1,0 +1,92 @@
+"""Six-axis force-torque sensors inside the limbs (``geometry_msgs/WrenchStamped``): they measure
+the wrench transmitted by a kept fixed joint (Nori eq. 16 on ``f_i``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import ConfigError, ModelError
+from .base import AXIS, WRENCH_MESSAGE, Sensor, featherstone_to_boundary, register
+
+FT_FRAMES = ("child", "parent", "sensor")
+FT_DIRECTIONS = ("child_to_parent", "parent_to_child")
+WRENCH_LABELS = ("fx", "fy", "fz", "tx", "ty", "tz")
+
+
+@register
+@dataclass(frozen=True)
+class ForceTorque(Sensor):
+    """A six-axis force-torque sensor. ``name`` is a sensor name, alias or joint of the URDF;
+    ``joint`` declares a sensor the URDF does not describe (on a fixed joint), with ``frame`` and
+    ``measure_direction`` following the SDF ``force_torque`` element. Its slice is
+    ``[fx, fy, fz, tx, ty, tz]`` (N, N·m) in the sensor's frame and measure direction."""
+    topic: str = ""
+    joint: str = ""
+    frame: str = ""
+    measure_direction: str = ""
+    force_stddev: float = 1.0
+    torque_stddev: float = 0.05
+    timeout: float = 0.05
+
+    LIST: ClassVar[str] = "ft_sensors"
+    GROUP: ClassVar[str] = "ft"
+    KEYWORD: ClassVar[str] = "ft"
+    MESSAGE: ClassVar[str] = "geometry_msgs/msg/WrenchStamped"
+    DECODER: ClassVar[str] = WRENCH_MESSAGE
+
+    def check(self) -> None:
+        if self.frame and self.frame not in FT_FRAMES:
+            raise ConfigError(f"parameter 'ft.{self.name}.frame': '{self.frame}' is not one of {FT_FRAMES}")
+        if self.measure_direction and self.measure_direction not in FT_DIRECTIONS:
+            raise ConfigError(f"parameter 'ft.{self.name}.measure_direction': '{self.measure_direction}' "
+                              f"is not one of {FT_DIRECTIONS}")
+        super().check()
+
+    @property
+    def size(self) -> int:
+        return 6
+
+    def labels(self) -> tuple[str, ...]:
+        return tuple(f"{self.name} {a}" for a in WRENCH_LABELS)
+
+    def bind(self, model):
+        """The model's :class:`~rbd_estimator.model.robot_model.FTSensor`: from the URDF, or
+        declared on a kept fixed joint with ``ft.<name>.joint``."""
+        try:
+            if self.joint:
+                return model.kept_joint_sensor(self.name, self.joint, self.frame or "child",
+                                               self.measure_direction or "child_to_parent")
+            return model.ft_sensor(self.name)
+        except ModelError as exc:
+            hint = "" if self.joint else "; declare it with ft.<name>.joint on a fixed joint"
+            raise ConfigError(f"parameter 'ft_sensors': '{self.name}': {exc}{hint}") from None
+
+    def rotation(self, model, sensor=None) -> tuple[np.ndarray, float]:
+        """(R, sign): the wrench is measured as ``sign · blockdiag(R, R) f_k`` in Featherstone order,
+        ``R`` rotating child-link coordinates into the measurement axes (SDF ``frame``)."""
+        sensor = sensor or self.bind(model)
+        frame = self.frame or sensor.frame
+        direction = self.measure_direction or sensor.measure_direction
+        if frame == "child":
+            R = np.eye(3)
+        elif frame == "parent":
+            R = model.frame(sensor.parent_link).E @ model.E_tree[sensor.body].T
+        else:
+            R = sensor.E_sensor
+        return R, (-1.0 if direction == "child_to_parent" else 1.0)
+
+    def rows(self, w) -> None:
+        """``y = sign · blockdiag(R, R) f_k`` reordered to ``[f; n]``, whitened per axis."""
+        sensor = self.bind(w.model)
+        R, sign = self.rotation(w.model, sensor)
+        Rb = np.zeros((6, 6))
+        Rb[:3, :3] = R
+        Rb[3:, 3:] = R
+        wt = np.array([1 / self.torque_stddev] * 3 + [1 / self.force_stddev] * 3)
+        r0 = w.soft(self.name, list(AXIS))
+        w.block(r0, w.col("f", w.model.body_names[sensor.body]), (sign * wt[:, None]) * Rb)
+        P = featherstone_to_boundary()
+        for a in range(6):                       # y is [fx..tz]; row a is Featherstone component a
+            w.measured(r0 + a, int(np.flatnonzero(P == a)[0]), wt[a])
