@@ -17,19 +17,28 @@ hold lists of dictionaries, so every group is a list of names plus one sub-dicti
     external_wrenches: [payload]                            # known wrenches, given to every estimate
     external_wrench: {payload: {frame: l_hand}}
 
+Every key is checked: a key under a group must be a field of that group (``contact.FL.mdoe`` is a
+:class:`ConfigError` naming ``contact.FL.mode``), under a name its list parameter lists. Top-level
+keys the sensor schema does not own (the node's parameters, the loop declarations of
+:mod:`rbd_estimator.model.loops`) are kept in :attr:`SensorConfig.node`; the reader of those passes
+their names as ``node_keys`` (the node and the replay pass ``rbd_estimator.ros.params.NODE_KEYS``)
+and any other top-level key is refused too.
+
 Units: SI. Standard deviations are per axis (N, N·m, m/s², rad/s², N·m or N for joint torques).
 Joint positions, velocities and accelerations are inputs, not noisy sensors: they enter the
 kinematics and the right-hand side exactly (Nori's inverse-dynamics rows 7q̈).
 """
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..yaml_file import name_list, read_yaml
+from ..model.loops import LOOP_KEYS
+from ..yaml_file import name_list, read_yaml, unknown_parameter
 
 CONTACT_TYPES = ("full_wrench", "point_force", "slippery")
 CONTACT_MODES = ("always", "commanded", "detected")
@@ -116,8 +125,9 @@ class ExternalWrenchConfig:
 
 @dataclass(frozen=True, eq=False)
 class SensorConfig:
-    """The complete sensor and contact set. ``node`` holds node-only parameters (topics, filter,
-    timing); the library ignores it."""
+    """The complete sensor and contact set. ``node`` holds the top-level parameters the sensor
+    schema does not own: the node's (topics, filter, timing) and the loop declarations
+    (:data:`~rbd_estimator.model.loops.LOOP_KEYS`, read by the loop estimator)."""
     floating_base: bool = True
     imu: ImuConfig | None = None
     ft_sensors: tuple[FTConfig, ...] = ()
@@ -130,21 +140,37 @@ class SensorConfig:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_yaml(cls, path, node_name: str | None = None) -> "SensorConfig":
+    def from_yaml(cls, path, node_name: str | None = None, node_keys=None) -> "SensorConfig":
         """Read a ROS 2 parameter file (``<node>: ros__parameters: ...``). With several nodes in
-        the file, ``node_name`` picks one (``/**`` wildcard sections are merged first)."""
+        the file, ``node_name`` picks one (``/**`` wildcard sections are merged first).
+        ``node_keys``: see :meth:`from_parameters`."""
         doc = read_yaml(path, ConfigError, "parameter file")
-        return cls.from_parameters(flatten(ros_parameters(doc, node_name, str(path))))
+        return cls.from_parameters(flatten(ros_parameters(doc, node_name, str(path))), node_keys)
 
     @classmethod
-    def from_dict(cls, params: dict) -> "SensorConfig":
-        """From a nested dictionary (the ``ros__parameters`` content)."""
-        return cls.from_parameters(flatten(params))
+    def from_dict(cls, params: dict, node_keys=None) -> "SensorConfig":
+        """From a nested dictionary (the ``ros__parameters`` content). ``node_keys``: see
+        :meth:`from_parameters`."""
+        return cls.from_parameters(flatten(params), node_keys)
 
     @classmethod
-    def from_parameters(cls, flat: dict) -> "SensorConfig":
-        """From flat, dotted ROS parameter names (``contact.l_foot.frame`` …)."""
-        return _Parser(flat).config()
+    def from_parameters(cls, flat: dict, node_keys=None) -> "SensorConfig":
+        """From flat, dotted ROS parameter names (``contact.l_foot.frame`` …).
+
+        Args:
+            flat: parameter name → value.
+            node_keys: the top-level parameters that belong to the caller, which reads them from
+                :attr:`node` (a name ending in ``.`` admits every key under it, e.g. ``ft_offsets.``);
+                the node and the replay pass ``rbd_estimator.ros.params.NODE_KEYS``. A top-level key
+                that is neither the sensor schema's, a loop declaration's nor one of these is a
+                :class:`ConfigError` naming the closest valid key. ``None`` (a library user reading
+                the node's parameter file): such keys are kept in :attr:`node` unchecked, for their
+                reader to check. Keys under a sensor group are checked either way.
+
+        Raises:
+            ConfigError: naming the offending parameter (and the closest valid one for an unknown key).
+        """
+        return _Parser(flat, node_keys).config()
 
     # ------------------------------------------------------------------ queries
     def ft(self, name: str) -> FTConfig:
@@ -253,16 +279,74 @@ def flatten(params: dict, prefix: str = "") -> dict:
 
 
 # ---------------------------------------------------------------------------- parsing
-_TOP = {"floating_base", "imu", "ft_sensors", "ft", "contacts", "contact", "load_cells", "load_cell",
-        "joint_torque_sensors", "joint_torque_stddev", "external_wrenches", "external_wrench"}
+#: list parameter → (group of its per-name sub-dictionaries, their dataclass, what a name is)
+_GROUPS = {"ft_sensors": ("ft", FTConfig, "force-torque sensor"),
+           "contacts": ("contact", ContactConfig, "contact"),
+           "load_cells": ("load_cell", LoadCellConfig, "load-cell group"),
+           "external_wrenches": ("external_wrench", ExternalWrenchConfig, "external wrench")}
+#: top-level keys that hold a value (not a group)
+_SCALARS = ("floating_base", "joint_torque_sensors", "joint_torque_stddev") + tuple(_GROUPS)
+_TOP = set(_SCALARS) | {"imu"} | {g[0] for g in _GROUPS.values()}
+
+
+def _group_fields(cls) -> tuple[str, ...]:
+    """The parameter names inside one sub-dictionary (a load-cell group gives ``positions`` as
+    ``positions_x`` and ``positions_y``)."""
+    names = tuple(f.name for f in fields(cls) if f.name not in ("name", "positions"))
+    return names + (("positions_x", "positions_y") if cls is LoadCellConfig else ())
+
+
+def _admits(keys, key: str) -> bool:
+    """``key`` is one of ``keys`` or under one of them that ends in ``.``."""
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in keys)
 
 
 class _Parser:
     """Reads the flat parameters, naming the offending parameter in every error."""
 
-    def __init__(self, flat: dict):
+    def __init__(self, flat: dict, node_keys=None):
         self.flat = dict(flat)
+        self.node_keys = None if node_keys is None else tuple(node_keys)
         self.used: set[str] = set()
+
+    def check_keys(self) -> None:
+        """Every key is read by someone: a field of its group under a listed name, a top-level key
+        of the sensor schema or of the loop declarations, or one of ``node_keys``."""
+        listed = {group: (key, self.names(key), what) for key, (group, _, what) in _GROUPS.items()}
+        group_fields = {group: _group_fields(cls) for group, cls, _ in _GROUPS.values()}
+        group_fields["imu"] = _group_fields(ImuConfig)
+        for key, value in self.flat.items():
+            head, _, rest = key.partition(".")
+            if head == "imu" and rest:
+                if rest not in group_fields["imu"]:
+                    raise unknown_parameter(key, [f"imu.{f}" for f in group_fields["imu"]], ConfigError)
+            elif head in listed and rest:
+                list_key, names, what = listed[head]
+                name, _, field_ = rest.rpartition(".")
+                if not name:
+                    raise unknown_parameter(key, [f"{head}.{n}.{f}" for n in names for f in group_fields[head]]
+                                            + [f"{head}.{rest}.{f}" for f in group_fields[head]], ConfigError)
+                if name not in names:
+                    close = difflib.get_close_matches(name, names, n=1)
+                    raise ConfigError(
+                        f"parameter '{key}' describes the {what} '{name}', which '{list_key}' does not list "
+                        f"({', '.join(names) or 'none'}" + (f"; did you mean '{close[0]}'?" if close else "")
+                        + f"): add '{name}' to '{list_key}' or remove the parameters under '{head}.{name}'")
+                if field_ not in group_fields[head]:
+                    raise unknown_parameter(key, [f"{head}.{name}.{f}" for f in group_fields[head]], ConfigError)
+            elif key in _SCALARS or (key in _TOP and value is None):     # ``imu:`` with nothing under it
+                continue
+            elif head in _TOP or (self.node_keys is not None and not _admits(LOOP_KEYS + self.node_keys, key)):
+                raise unknown_parameter(key, self.valid_keys(key, listed, group_fields), ConfigError)
+
+    def valid_keys(self, key: str, listed: dict, group_fields: dict) -> list[str]:
+        """Every concrete key that would be accepted (prefixes completed with the rest of ``key``)."""
+        valid = list(_SCALARS) + [f"imu.{f}" for f in group_fields["imu"]]
+        valid += [f"{g}.{n}.{f}" for g, (_, names, _) in listed.items() for n in names for f in group_fields[g]]
+        rest = key.partition(".")[2]
+        for k in LOOP_KEYS + (self.node_keys or ()):
+            valid.append(k + rest if k.endswith(".") else k)
+        return valid
 
     def get(self, name, default=None, kind=None):
         self.used.add(name)
@@ -282,6 +366,7 @@ class _Parser:
         return kw
 
     def config(self) -> SensorConfig:
+        self.check_keys()
         fb = self.get("floating_base", True, bool)
         imu = None
         if any(k.startswith("imu.") for k in self.flat):

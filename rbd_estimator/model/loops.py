@@ -78,9 +78,13 @@ from ..errors import ModelError
 from ..yaml_file import name_list
 
 __all__ = ["ExtraBody", "LinkAndRotor", "BeltTransmission", "LinearTransmission", "FourBar", "ExplicitLoop",
-           "LoopConfig", "LOOP_TYPES"]
+           "LoopConfig", "LOOP_TYPES", "LOOP_KEYS"]
 
 LOOP_TYPES = ("link_and_rotor", "belt_transmission", "four_bar", "linear_transmission")
+#: The top-level parameters of the loop declarations (a name ending in ``.`` is a group: ``loop.<name>.*``);
+#: the sensor configuration keeps them in ``SensorConfig.node``, :meth:`LoopConfig.from_sensor_parameters`
+#: reads and checks them.
+LOOP_KEYS = ("loops_file", "loops", "bodies", "loop.", "body.")
 
 
 # ---------------------------------------------------------------------------- declarations
