@@ -43,6 +43,7 @@ from .dynamics import aba, crba, rnea
 from .dynamics.kinematics import joint_transform
 from .spatial import inertia_from_mcI, plux
 from .estimation import Estimator, SensorConfig
+from .ros.params import NODE_KEYS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -368,7 +369,7 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     xml = open(share_file("urdf", "humanoid.urdf"), encoding="utf-8").read()
     params_file = share_file("config", "humanoid.yaml")
-    config = SensorConfig.from_yaml(params_file)
+    config = SensorConfig.from_yaml(params_file, node_keys=NODE_KEYS)
     print(f"simulating {args.duration:g} s of the humanoid {'standing' if args.stand else 'walking'} at "
           f"{args.rate:g} Hz (aba, PD joint sinusoids, noise x{args.noise:g}) ...", flush=True)
     rec = simulate(xml, config, args.duration, args.rate, args.noise, args.seed,

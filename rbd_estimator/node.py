@@ -61,7 +61,7 @@ from .ros.fast_spin import WaitSetSpinner
 from .ros import diagnostics as diag
 from .jit import compile_timer
 from .ros.inputs import SensorInputs
-from .ros.params import NEEDS_CONFIGURE, NEEDS_REACTIVATE, NODE_PARAMETERS, NodeSettings
+from .ros.params import NEEDS_CONFIGURE, NEEDS_REACTIVATE, NODE_KEYS, NODE_PARAMETERS, ROS_PARAMETERS, NodeSettings
 from .ros.plans import PlanSet, PlanWorker
 from .ros.stats import RollingStats
 from .ros.tick import TickCore
@@ -123,6 +123,12 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         kwargs.setdefault("allow_undeclared_parameters", True)
         kwargs.setdefault("automatically_declare_parameters_from_overrides", True)
         Node.__init__(self, node_name, **kwargs)
+        # The parameters given at start-up (file, launch, command line) are dynamically typed, as those
+        # set later are: a misspelled one, or the parameters of a sensor or contact dropped from its
+        # list (both refused), can be deleted without a restart (``ros2 param delete``).
+        for name, p in self.get_parameters_by_prefix("").items():
+            if name not in ROS_PARAMETERS and p.type_ != Parameter.Type.NOT_SET:
+                self.set_descriptor(name, ParameterDescriptor(dynamic_typing=True))
         for name, (default, description) in NODE_PARAMETERS.items():
             if not self.has_parameter(name):
                 self.declare_parameter(name, default, ParameterDescriptor(description=description,
@@ -198,7 +204,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         with self._lock:
             self._release()
             try:
-                config = SensorConfig.from_parameters(self._flat_parameters())
+                config = SensorConfig.from_parameters(self._flat_parameters(), NODE_KEYS)
                 settings = NodeSettings.from_parameters(config.node)
                 settings.check_ft_offsets(config)
                 xml = self._robot_description(settings)
@@ -633,7 +639,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             else:
                 flat[p.name] = p.value
         try:
-            config = SensorConfig.from_parameters(flat)
+            config = SensorConfig.from_parameters(flat, NODE_KEYS)
             settings = NodeSettings.from_parameters(config.node)
             settings.check_ft_offsets(config)
         except ConfigError as exc:

@@ -41,7 +41,7 @@ from .estimation import SensorConfig
 from .ros import bag_io, cdr
 from .ros.input_core import CDR_ERROR
 from .ros.inputs import SensorInputs
-from .ros.params import NodeSettings
+from .ros.params import NODE_KEYS, NodeSettings
 from .ros.plans import PlanSet
 from .ros.tick import TickCore
 from .ros.contact_state import ContactState
@@ -588,7 +588,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
 
 def load_config(params_path: str, node_name: str | None = None) -> SensorConfig:
     try:
-        return SensorConfig.from_yaml(params_path, node_name)
+        return SensorConfig.from_yaml(params_path, node_name, NODE_KEYS)
     except ConfigError as exc:
         raise ReplayError(f"invalid parameter file: {exc}") from None
 

@@ -52,7 +52,7 @@ def warm(names=None, log=print) -> int:
     from .estimation.loops import estimator_for
     from .jit import cache_root, compile_timer
     from .ros.inputs import SensorInputs
-    from .ros.params import NodeSettings
+    from .ros.params import NODE_KEYS, NodeSettings
     t0, done = time.perf_counter(), 0
     with compile_timer() as compiled:
         for name in names or robots.SHIPPED:
@@ -63,7 +63,7 @@ def warm(names=None, log=print) -> int:
                 continue
             with open(urdf, encoding="utf-8") as fh:
                 xml = fh.read()
-            cfg = SensorConfig.from_yaml(params)
+            cfg = SensorConfig.from_yaml(params, node_keys=NODE_KEYS)
             est = estimator_for(xml, cfg)
             for _ in range(2):
                 est.estimate(**_sample(est))

@@ -2,6 +2,8 @@
 the parameter."""
 from __future__ import annotations
 
+import difflib
+
 
 def read_yaml(path, error: type, what: str):
     """The YAML document at ``path``; ``error(...)`` naming the file when it cannot be read."""
@@ -25,3 +27,12 @@ def name_list(value, key: str, error: type) -> tuple[str, ...]:
     if len(set(value)) != len(value):
         raise error(f"parameter '{key}' lists a name twice: {list(value)}")
     return tuple(value)
+
+
+def unknown_parameter(name: str, valid, error: type, what: str = "parameter"):
+    """``error(...)`` for the unknown parameter ``name``, naming the closest of ``valid``
+    (:func:`difflib.get_close_matches`) when one is close: ``unknown parameter 'contact.FL.mdoe'
+    (did you mean 'contact.FL.mode'?)``. Returned, not raised."""
+    close = difflib.get_close_matches(name, sorted(set(valid)), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return error(f"unknown {what} '{name}'{hint}")

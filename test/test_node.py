@@ -453,7 +453,8 @@ def test_description_from_transient_local_topic(ros, arm):
 
 def test_configure_failures_report_and_recover(ros, arm, capfd):
     xml, _ = arm
-    node = ros.estimator(params_from_yaml(ARM_YAML, "<robot name='broken'><link name='a'>"), unique_ns("fail"))
+    params = params_from_yaml(ARM_YAML, "<robot name='broken'><link name='a'>")
+    node = ros.estimator(params, unique_ns("fail"))
     try:
         # 1. bad URDF
         assert not ros.transition(node, "configure")
@@ -466,8 +467,10 @@ def test_configure_failures_report_and_recover(ros, arm, capfd):
         assert ros.set_parameters(node, {"contact.tool.frame": "no_such_link"}).successful
         assert not ros.transition(node, "configure")
         assert "no_such_link" in node.last_error
-        # 3. ill-posed sensor set: the tool wrench with no force-torque sensor
-        assert ros.set_parameters(node, {"contact.tool.frame": "tool0", "ft_sensors": ["none"]}).successful
+        # 3. ill-posed sensor set: the tool wrench with no force-torque sensor (the wrist sensor's
+        # parameters go with it: parameters of a sensor that 'ft_sensors' does not list are refused)
+        unset = {k: None for k in params if k.startswith("ft.wrist_ft_sensor.")}
+        assert ros.set_parameters(node, {"contact.tool.frame": "tool0", "ft_sensors": ["none"], **unset}).successful
         assert not ros.transition(node, "configure")
         ok = ros.set_parameters(node, {"ft_sensors": ["wrist_ft_sensor"], "contacts": ["tool", "elbow_contact"],
                                        "contact.elbow_contact.frame": "forearm"})
@@ -477,7 +480,7 @@ def test_configure_failures_report_and_recover(ros, arm, capfd):
         assert node.estimator is None and not {p.topic_name for p in node.publishers
                                                if "joint_torques" in p.topic_name}
         # ... and the node configures again once the parameters are fixed
-        assert ros.set_parameters(node, {"contacts": ["tool"]}).successful
+        assert ros.set_parameters(node, {"contacts": ["tool"], "contact.elbow_contact.frame": None}).successful
         assert ros.transition(node, "configure"), node.last_error
         assert ros.transition(node, "activate")
         assert ros.state(node) == "active"
@@ -485,6 +488,30 @@ def test_configure_failures_report_and_recover(ros, arm, capfd):
         ros.destroy(node)
     err = capfd.readouterr().err
     assert "configure failed:" in err and "ill-posed" in err      # the one log line per failure
+
+
+def test_a_misspelled_parameter_is_refused_naming_it_and_the_closest_key(ros, arm):
+    """Issue 18: a key nobody reads is an error at configure and in a parameter change, naming the
+    parameter and the closest valid one (the contact would otherwise silently stay 'always')."""
+    xml, _ = arm
+    node = ros.estimator(params_from_yaml(ARM_YAML, xml, **{"contact.tool.mdoe": "commanded"}), unique_ns("typo"))
+    try:
+        assert not ros.transition(node, "configure")
+        assert ros.state(node) == "unconfigured" and node.estimator is None
+        assert "unknown parameter 'contact.tool.mdoe' (did you mean 'contact.tool.mode'?)" in node.last_error
+        # fixed in one atomic change (unset the typo), the node configures
+        assert ros.set_parameters(node, {"contact.tool.mdoe": None, "contact.tool.mode": "always"}).successful
+        assert ros.transition(node, "configure"), node.last_error
+        # a misspelled node parameter, a sub-dictionary of a contact not listed: refused, naming them
+        result = ros.set_parameters(node, {"acceleration_cutof_hz": 50.0})
+        assert not result.successful
+        assert "unknown parameter 'acceleration_cutof_hz' (did you mean 'acceleration_cutoff_hz'?)" in result.reason
+        result = ros.set_parameters(node, {"contact.tol.frame": "tool0"})
+        assert not result.successful and "'contact.tol.frame'" in result.reason and "'tool'" in result.reason
+        assert not node.has_parameter("acceleration_cutof_hz") and not node.has_parameter("contact.tol.frame")
+        assert ros.transition(node, "activate") and ros.state(node) == "active"
+    finally:
+        ros.destroy(node)
 
 
 # ============================================================================ end to end
@@ -576,7 +603,8 @@ def test_reconfiguration_while_active(ros, humanoid):
         result = ros.set_parameters(node, {"contacts": ["l_foot", "r_foot", "l_hand", "chest", "head"],
                                            "contact.chest.frame": "torso", "contact.head.frame": "head"})
         assert not result.successful and "ill-posed" in result.reason, result.reason
-        result = ros.set_parameters(node, {"contacts": ["l_foot", "r_foot", "nose"], "contact.nose.frame": "nose"})
+        result = ros.set_parameters(node, {"contacts": ["l_foot", "r_foot", "nose"], "contact.nose.frame": "nose",
+                                           "contact.l_hand.frame": None, "contact.l_hand.type": None})
         assert not result.successful and "nose" in result.reason
         result = ros.set_parameters(node, {"robot_description": xml + " "})
         assert not result.successful and "cleanup" in result.reason

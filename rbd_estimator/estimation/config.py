@@ -17,16 +17,25 @@ hold lists of dictionaries, so every group is a list of names plus one sub-dicti
     external_wrenches: [payload]                            # known wrenches, given to every estimate
     external_wrench: {payload: {frame: l_hand}}
 
+Every key is checked: a key under a group must be a field of that group's kind (``contact.FL.mdoe``
+is a :class:`ConfigError` naming ``contact.FL.mode``), under a name its list parameter lists.
+Top-level keys the sensor schema does not own (the node's parameters, the loop declarations of
+:mod:`rbd_estimator.model.loops`) are kept in :attr:`SensorConfig.node`; the reader of those passes
+their names as ``node_keys`` (the node and the replay pass ``rbd_estimator.ros.params.NODE_KEYS``)
+and any other top-level key is refused too.
+
 Units: SI. Standard deviations are per axis (N, N·m, m/s², rad/s², N·m or N for joint torques).
 Joint positions, velocities and accelerations are inputs, not noisy sensors: they enter the
 kinematics and the right-hand side exactly (Nori's inverse-dynamics rows 7q̈).
 """
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, field, fields, replace
 
 from ..errors import ConfigError
+from ..model.loops import LOOP_KEYS
 from ..sensors import KINDS, ExternalWrench, ForceTorque, Imu, JointTorque, LoadCells, Sensor, unknown_key
 from ..sensors.base import convert
 from ..yaml_file import name_list, read_yaml
@@ -82,21 +91,37 @@ class SensorConfig:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_yaml(cls, path, node_name: str | None = None) -> "SensorConfig":
+    def from_yaml(cls, path, node_name: str | None = None, node_keys=None) -> "SensorConfig":
         """Read a ROS 2 parameter file (``<node>: ros__parameters: ...``). With several nodes in
-        the file, ``node_name`` picks one (``/**`` wildcard sections are merged first)."""
+        the file, ``node_name`` picks one (``/**`` wildcard sections are merged first).
+        ``node_keys``: see :meth:`from_parameters`."""
         doc = read_yaml(path, ConfigError, "parameter file")
-        return cls.from_parameters(flatten(ros_parameters(doc, node_name, str(path))))
+        return cls.from_parameters(flatten(ros_parameters(doc, node_name, str(path))), node_keys)
 
     @classmethod
-    def from_dict(cls, params: dict) -> "SensorConfig":
-        """From a nested dictionary (the ``ros__parameters`` content)."""
-        return cls.from_parameters(flatten(params))
+    def from_dict(cls, params: dict, node_keys=None) -> "SensorConfig":
+        """From a nested dictionary (the ``ros__parameters`` content). ``node_keys``: see
+        :meth:`from_parameters`."""
+        return cls.from_parameters(flatten(params), node_keys)
 
     @classmethod
-    def from_parameters(cls, flat: dict) -> "SensorConfig":
-        """From flat, dotted ROS parameter names (``contact.l_foot.frame`` …)."""
-        return _Parser(flat).config()
+    def from_parameters(cls, flat: dict, node_keys=None) -> "SensorConfig":
+        """From flat, dotted ROS parameter names (``contact.l_foot.frame`` …).
+
+        Args:
+            flat: parameter name → value.
+            node_keys: the top-level parameters that belong to the caller, which reads them from
+                :attr:`node` (a name ending in ``.`` admits every key under it, e.g. ``ft_offsets.``);
+                the node and the replay pass ``rbd_estimator.ros.params.NODE_KEYS``. A top-level key
+                that is neither a sensor kind's, the contacts', a loop declaration's nor one of these
+                is a :class:`ConfigError` naming the closest valid key. ``None`` (a library user reading
+                the node's parameter file): such keys are kept in :attr:`node` unchecked, for their
+                reader to check. Keys under a sensor group or a contact are checked either way.
+
+        Raises:
+            ConfigError: naming the offending parameter (and the closest valid one for an unknown key).
+        """
+        return _Parser(flat, node_keys).config()
 
     # ------------------------------------------------------------------ sensors by kind
     def of_kind(self, kind: type) -> tuple:
@@ -246,12 +271,41 @@ def library_keys() -> set[str]:
     return set(_LIBRARY) | {k.LIST for k in KINDS.values()} | {k.GROUP for k in KINDS.values()}
 
 
+def _admits(keys, key: str) -> bool:
+    """``key`` is one of ``keys`` or under one of them that ends in ``.``."""
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in keys)
+
+
 class _Parser:
     """Reads the flat parameters, naming the offending parameter in every error."""
 
-    def __init__(self, flat: dict):
+    def __init__(self, flat: dict, node_keys=None):
         self.flat = dict(flat)
         self.top = library_keys()
+        self.node_keys = None if node_keys is None else tuple(node_keys)
+
+    def check_top_level(self) -> None:
+        """A dotted key under a list or scalar parameter (``contacts.FL.mode``) is unknown; with
+        ``node_keys``, so is a top-level key that no one reads."""
+        groups = {k.GROUP for k in KINDS.values()} | {"contact"}
+        for key, value in self.flat.items():
+            head, _, rest = key.partition(".")
+            if head in self.top:
+                if (rest and head not in groups) or (not rest and head in groups and value is not None):
+                    raise unknown_key(key, self.valid_keys(key))   # contacts.FL.mode; contact: [FL]
+                continue
+            if self.node_keys is not None and not _admits(LOOP_KEYS + self.node_keys, key):
+                raise unknown_key(key, self.valid_keys(key))
+
+    def valid_keys(self, key: str) -> list[str]:
+        """Concrete keys that would be accepted, for the closest-match hint (prefixes completed
+        with the rest of ``key``)."""
+        valid = [k for k in self.top if k not in {kd.GROUP for kd in KINDS.values()} | {"contact"}]
+        valid += [f"{kd.GROUP}.{f.name}" for kd in KINDS.values() if kd.SINGLE for f in fields(kd) if f.name != "name"]
+        rest = key.partition(".")[2]
+        for k in LOOP_KEYS + (self.node_keys or ()):
+            valid.append(k + rest if k.endswith(".") else k)
+        return valid
 
     def get(self, name, default=None, kind=None):
         value = self.flat.get(name, default)
@@ -270,19 +324,22 @@ class _Parser:
             if len(parts) != 3:
                 raise unknown_key(key, [f"{group}.{n}.{f}" for n in listed for f in ("frame", "topic")])
             if parts[1] not in out:
+                close = difflib.get_close_matches(parts[1], listed, n=1)
                 raise ConfigError(f"parameter '{key}': '{parts[1]}' is not listed in '{list_key}' "
-                                  f"({', '.join(listed) or 'empty'})")
+                                  f"({', '.join(listed) or 'empty'}" + (f"; did you mean '{close[0]}'?" if close else "")
+                                  + f"): add it to '{list_key}' or remove the parameters under '{group}.{parts[1]}'")
             out[parts[1]][parts[2]] = value
         return out
 
     def config(self) -> SensorConfig:
+        self.check_top_level()
         fb = self.get("floating_base", True, bool)
         contacts = self.contacts()
         names = {c.name for c in contacts}
         sensors = []
         jt_stddev = self.get("joint_torque_stddev", None, float)
         for kind in KINDS.values():
-            if kind.SINGLE:
+            if kind.SINGLE:                       # ``imu: {...}``; an empty ``imu:`` is no IMU
                 values = {k[len(kind.GROUP) + 1:]: v for k, v in self.flat.items() if k.startswith(kind.GROUP + ".")}
                 if values:
                     sensors.append(kind.parse(kind.GROUP, values))

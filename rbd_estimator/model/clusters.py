@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..spatial import mcI, rpy_to_E
+from .loop_closure import reference_configuration
 from .loops import BeltTransmission, ExplicitLoop, ExtraBody, FourBar, LinearTransmission, LinkAndRotor, LoopConfig
 from .robot_model import PRISMATIC, REVOLUTE, Frame, RobotModel
 from .mimic import mimic_loops
@@ -203,7 +204,6 @@ class ClusterTree:
         _check_dependents(span, resolved)
         groups = _clusters(span.parents, [set(r.bodies) for r in resolved], span.NB)
         tree = _assemble(model, span, groups, resolved)
-        from .loop_closure import reference_configuration   # (which takes the tree built here)
         return replace(tree, q_reference=reference_configuration(tree))
 
     # ------------------------------------------------------------------ sizes and conversions

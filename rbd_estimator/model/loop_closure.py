@@ -32,7 +32,7 @@ from ..errors import ModelError
 from ..spatial import crm, rot, xlt
 from .joints import joint_transform, motion_subspace
 
-if TYPE_CHECKING:                      # annotations only: clusters.py imports this module
+if TYPE_CHECKING:   # annotations only: the import goes one way, clusters.py → this module (no circle)
     from .clusters import ClusterTree, ResolvedLoop
 
 __all__ = ["LoopClosureError", "cluster_constraint", "cluster_position", "loop_position", "loop_explicit",

@@ -1,4 +1,6 @@
-"""robot_description (URDF) → :class:`RobotModel`, read with ``urdf_parser_py``.
+"""robot_description (URDF) → the fields of a :class:`~rbd_estimator.model.robot_model.RobotModel`,
+read with ``urdf_parser_py``: :meth:`RobotModel.from_urdf` builds the model from them (this module
+imports the model's elements, not the model: the dependency goes one way).
 
 Force-torque sensors are read from ``<gazebo reference="JOINT"><sensor type="force_torque">`` and
 from top-level ``<sensor type="force_torque"><parent joint="JOINT"/>`` elements, which
@@ -7,7 +9,6 @@ from top-level ``<sensor type="force_torque"><parent joint="JOINT"/>`` elements,
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 import warnings
 import xml.etree.ElementTree as ET
 
@@ -15,20 +16,21 @@ import numpy as np
 
 from ..errors import ModelError, ModelWarning
 from ..spatial import mcI, plux, rpy_to_E
-from .robot_model import FIXED, FREE, PRISMATIC, REVOLUTE, Frame, FTSensor, MimicJoint, RobotModel
+from .elements import FIXED, FREE, PRISMATIC, REVOLUTE, Frame, FTSensor, MimicJoint
 
 _MOVABLE = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
 _FRAMES = ("child", "parent", "sensor")
 _DIRECTIONS = ("child_to_parent", "parent_to_child")
 
 
-def build_model(xml: str, floating_base: bool = False, keep_fixed=(), strict: bool = False) -> RobotModel:
-    """Parse, validate and number a URDF; see :meth:`RobotModel.from_urdf`."""
+def read_urdf(xml: str, floating_base: bool = False, keep_fixed=(), strict: bool = False) -> dict:
+    """Parse, validate and number a URDF: the keyword arguments of ``RobotModel`` (see
+    :meth:`RobotModel.from_urdf`, which calls it)."""
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected and reported by name
         return _build(xml, floating_base, keep_fixed, strict)
 
 
-def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> RobotModel:
+def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> dict:
     if not isinstance(xml, str) or not xml.strip():
         raise ModelError("robot_description is empty: expected the URDF XML text")
     tree = _parse_xml(xml)
@@ -52,9 +54,9 @@ def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> RobotMode
     for m in mimic:
         if m.joint in sensors or m.driver in sensors:
             raise ModelError(f"mimic joint '{m.joint}' cannot carry a force-torque sensor")
-    model = replace(_number(robot.name or "robot", root, links, child_joints, keep, sensors, floating_base),
-                    mimic_joints=mimic)
-    model = replace(model, imu_sensors=_imu_frames(model, tree))
+    model = dict(_number(robot.name or "robot", root, links, child_joints, keep, sensors, floating_base),
+                 mimic_joints=mimic)
+    model["imu_sensors"] = _imu_frames(model["frames"], tree)
     _physical(_massless_subtree(model), strict)
     return model
 
@@ -356,7 +358,7 @@ def _text(elem, tag: str, default: str, sensor: str) -> str:
     return text
 
 
-def _imu_frames(model, tree: ET.Element) -> dict:
+def _imu_frames(frames: dict, tree: ET.Element) -> dict:
     """IMU sensor name → :class:`Frame`, from ``<gazebo reference="LINK"><sensor type="imu">`` and
     top-level ``<sensor type="imu"><parent link="LINK"/>`` elements, with their ``<pose>`` /
     ``<origin>`` in the link's coordinates. A sensor on a link the model does not have is an error."""
@@ -372,11 +374,10 @@ def _imu_frames(model, tree: ET.Element) -> dict:
     child_of = {j.get("name"): j.find("child").get("link") for j in tree.findall("joint") if j.find("child") is not None}
     for link, sensor in found:
         name = sensor.get("name") or link
-        link = link if link in model.frames else child_of.get(link, link)    # a gazebo reference to a joint
-        try:
-            base = model.frame(link)
-        except ModelError:
-            raise ModelError(f"IMU sensor '{name}' is attached to '{link}', which is not a link of the model") from None
+        link = link if link in frames else child_of.get(link, link)    # a gazebo reference to a joint
+        if link not in frames:
+            raise ModelError(f"IMU sensor '{name}' is attached to '{link}', which is not a link of the model")
+        base = frames[link]
         E_ls = _sensor_rotation(sensor, name)                       # link → sensor coordinates
         out[name] = Frame(name, base.body, E_ls @ base.E, base.r + base.E.T @ _sensor_position(sensor, name))
     return out
@@ -434,7 +435,7 @@ def _link_inertia(link) -> np.ndarray:
     return mcI(float(link.inertial.mass), c, R @ _inertia_tensor(link) @ R.T)
 
 
-def _number(name, root, links, child_joints, keep, sensors, floating_base) -> RobotModel:
+def _number(name, root, links, child_joints, keep, sensors, floating_base) -> dict:
     bodies = []   # dicts: link, joint, parent, type, axis, E, r, I
     frames = {}
 
@@ -479,7 +480,7 @@ def _number(name, root, links, child_joints, keep, sensors, floating_base) -> Ro
     return _assemble(name, root, bodies, frames, sensors, floating_base)
 
 
-def _assemble(name, root, bodies, frames, sensors, floating_base) -> RobotModel:
+def _assemble(name, root, bodies, frames, sensors, floating_base) -> dict:
     NB = len(bodies)
     dofs = np.array([{FIXED: 0, REVOLUTE: 1, PRISMATIC: 1, FREE: 6}[b["type"]] for b in bodies], dtype=np.int64)
     q_idx = np.full(NB, -1, dtype=np.int64)
@@ -502,7 +503,7 @@ def _assemble(name, root, bodies, frames, sensors, floating_base) -> RobotModel:
                            measure_direction=s["measure_direction"], body=i, E_sensor=s["E_sensor"],
                            aliases=names[1:]))
     ft.sort(key=lambda s: s.body)
-    return RobotModel(
+    return dict(
         name=name, floating_base=floating_base, root_link=root, body_names=body_names,
         body_joint_names=tuple(b["joint"] for b in bodies),
         parents=np.array([b["parent"] for b in bodies], dtype=np.int64),
@@ -516,19 +517,20 @@ def _assemble(name, root, bodies, frames, sensors, floating_base) -> RobotModel:
         frames=frames, ft_sensors=tuple(ft), body_parent_links=tuple(b["parent_link"] for b in bodies))
 
 
-def _massless_subtree(model: RobotModel) -> str | None:
+def _massless_subtree(model: dict) -> str | None:
     """Physics permits massless links only where the subtree below every joint still has inertia;
     otherwise the joint's acceleration is undetermined (H singular: inverse dynamics is still
     defined, forward dynamics is not). Mimic joints follow their driver and are exempt."""
-    has_inertia = np.any(np.abs(model.inertias) > 0.0, axis=(1, 2))
-    for i in range(model.NB - 1, -1, -1):
-        p = model.parents[i]
+    has_inertia = np.any(np.abs(model["inertias"]) > 0.0, axis=(1, 2))
+    NB = len(model["parents"])
+    for i in range(NB - 1, -1, -1):
+        p = model["parents"][i]
         if p >= 0 and has_inertia[i]:
             has_inertia[p] = True
-    mimic = {m.joint for m in model.mimic_joints}
-    for i in range(model.NB):
-        joint = model.body_joint_names[i]
-        if model.joint_dofs[i] and not has_inertia[i] and joint not in mimic:
-            return (f"joint '{joint}' moves link '{model.body_names[i]}' and its descendants, "
+    mimic = {m.joint for m in model["mimic_joints"]}
+    for i in range(NB):
+        joint = model["body_joint_names"][i]
+        if model["joint_dofs"][i] and not has_inertia[i] and joint not in mimic:
+            return (f"joint '{joint}' moves link '{model['body_names'][i]}' and its descendants, "
                     f"which have no mass or inertia: its acceleration would be undetermined")
     return None

@@ -2,6 +2,8 @@
 
 The sensor and contact parameters are :class:`~rbd_estimator.estimation.config.SensorConfig`'s
 schema; everything else the node reads lives in ``SensorConfig.node`` and is parsed here.
+:data:`NODE_KEYS` names all of it: the node and the replay pass it to ``SensorConfig`` so that any
+other key is refused, naming the closest valid one.
 """
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..model.loops import LOOP_KEYS
+from ..yaml_file import unknown_parameter
 
 #: name → (default, description). Declared by the node when not given as an override.
 NODE_PARAMETERS = {
@@ -50,6 +54,12 @@ NEEDS_REACTIVATE = frozenset({"joint_states_topic", "joint_torque_topic", "tick"
 TICK_SOURCES = ("joint_states", "timer")
 #: Prefix of the force-torque offset parameters (``ft_offsets.<sensor>``: [fx, fy, fz, tx, ty, tz]).
 FT_OFFSETS = "ft_offsets"
+#: Parameters that rclpy declares on every node (``qos_overrides.<topic>.*`` when a parameter file
+#: overrides a QoS): accepted, not read.
+ROS_PARAMETERS = ("use_sim_time", "start_type_description_service", "qos_overrides.")
+#: Every top-level parameter of the node's parameter file that is not the sensor schema's (a name
+#: ending in ``.`` admits every key under it): pass as ``SensorConfig.from_parameters(..., node_keys=)``.
+NODE_KEYS = tuple(NODE_PARAMETERS) + (FT_OFFSETS + ".",) + ROS_PARAMETERS
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,13 @@ class NodeSettings:
 
     @classmethod
     def from_parameters(cls, node_params: dict) -> "NodeSettings":
-        """From ``SensorConfig.node`` (flat names); raises :class:`ConfigError` naming the parameter."""
+        """From ``SensorConfig.node`` (flat names); raises :class:`ConfigError` naming the parameter,
+        and the closest valid one for a parameter nobody reads."""
+        for name in node_params:
+            if not any(name == k or (k.endswith(".") and name.startswith(k)) for k in NODE_KEYS + LOOP_KEYS):
+                rest = name.partition(".")[2]
+                raise unknown_parameter(name, [k + rest if k.endswith(".") else k for k in NODE_KEYS + LOOP_KEYS],
+                                        ConfigError)
         kw = {}
         for name, (default, _) in NODE_PARAMETERS.items():
             value = node_params.get(name, default)

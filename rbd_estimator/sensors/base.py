@@ -20,7 +20,6 @@ or a user package may do so too). This module imports nothing from the estimatio
 """
 from __future__ import annotations
 
-import difflib
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
@@ -29,6 +28,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from ..errors import ConfigError
+from ..yaml_file import unknown_parameter
 
 # ROS message decoders the runtime knows (the CDR layout a slice is read from)
 IMU_MESSAGE = "imu"                 # sensor_msgs/Imu: [quat xyzw, ω, specific force]
@@ -180,9 +180,7 @@ def slices(sensors) -> tuple[dict, list]:
 # ---------------------------------------------------------------------------- helpers for kinds
 def unknown_key(key: str, valid) -> ConfigError:
     """The error for a parameter nobody reads, naming the closest valid one."""
-    close = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return ConfigError(f"unknown parameter '{key}'{hint}")
+    return unknown_parameter(key, valid, ConfigError)
 
 
 def convert(name: str, value, kind):
