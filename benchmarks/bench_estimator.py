@@ -32,7 +32,7 @@ from common import machine, median_us, paired_median_us  # noqa: E402
 from groundtruth import GroundTruth  # noqa: E402
 from oracle import urdf_xml  # noqa: E402
 from rbd_estimator import RobotModel  # noqa: E402
-from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig  # noqa: E402
+from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig, estimator_for  # noqa: E402
 
 ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
            "l_arm_ft_sensor", "r_arm_ft_sensor"]
@@ -60,7 +60,7 @@ def main() -> None:
     pq, pv, pa = pin.neutral(pm), np.zeros(pm.nv), np.zeros(pm.nv)
 
     print(f"machine: {machine()}")
-    print(f"robot: iCub, {model.NB} bodies, {model.n_joints} joints, floating base; {generic.plan.summary()}")
+    print(f"robot: iCub, {model.NB} bodies, {model.n_joints} joints, floating base; {generic.report.summary()}")
     print(structured._structured.summary())
     t_pin, t_str = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pa),
                                     lambda: structured.estimate(q, dq, ddq, imu=imu, ft=ft), args.calls)
@@ -119,14 +119,14 @@ def shipped_robots(calls: int) -> None:
     for name in robots.SHIPPED:
         with open(robots.urdf_file(name), encoding="utf-8") as fh:
             xml = fh.read()
-        est = Estimator.from_urdf(xml, SensorConfig.from_yaml(robots.params_file(name)))
+        est = estimator_for(xml, SensorConfig.from_yaml(robots.params_file(name)))
         inputs, _ = GroundTruth(xml, est).sample(np.random.default_rng(0))
         pm = (pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if est.config.floating_base
               else pin.buildModelFromXML(xml))
         pd = pm.createData()
         pq, pv = pin.neutral(pm), np.zeros(pm.nv)
         t_pin, t_est = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pv), lambda: est.estimate(**inputs), calls)
-        print(f"{name:28s} {t_pin:10.2f} {t_est:12.2f} {t_est / t_pin:7.2f}  {est.plan.solver}")
+        print(f"{name:28s} {t_pin:10.2f} {t_est:12.2f} {t_est / t_pin:7.2f}  {est.report.solver}")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from trees import balanced_binary_tree, random_tree, serial_chain, tree_urdf  # 
 from rbd_estimator import IllPosedError, RobotModel, robots  # noqa: E402
 from rbd_estimator.estimation.loops import model_for  # noqa: E402
 from rbd_estimator.model.cost import cost  # noqa: E402
-from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig  # noqa: E402
+from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig, estimator_for  # noqa: E402
 from rbd_estimator.estimation.forward import SparseForwardDynamics  # noqa: E402
 
 
@@ -90,8 +90,8 @@ def plan_table(max_bodies: int, reps: int):
         cfg = SensorConfig.from_yaml(robots.params_file(name))
         model = model_for(xml, cfg)
         t, est = plan_seconds(model, cfg, reps)
-        print(f"{label + ' (config/' + name + '.yaml)':36s} {model.NB:6d} {est.plan.n_unknowns:8d} {t:9.3f}  "
-              f"{est.plan.solver}", flush=True)
+        print(f"{label + ' (config/' + name + '.yaml)':36s} {model.NB:6d} {est.report.n_unknowns:8d} {t:9.3f}  "
+              f"{est.report.solver}", flush=True)
         if name == "go2":         # the feet switchable: one plan per subset (the SwitchingEstimator)
             walking = replace(cfg, contacts=tuple(replace(c, mode="commanded") for c in cfg.contacts))
             t, est = plan_seconds(model, walking, reps)
@@ -112,8 +112,8 @@ def plan_table(max_bodies: int, reps: int):
             cfg = config(soles)
             model = model_for(xml, cfg)
             t, est = plan_seconds(model, cfg, reps)
-            print(f"{topo + ' ' + str(len(parents)):36s} {model.NB:6d} {est.plan.n_unknowns:8d} {t:9.3f}  "
-                  f"{est.plan.solver}", flush=True)
+            print(f"{topo + ' ' + str(len(parents)):36s} {model.NB:6d} {est.report.n_unknowns:8d} {t:9.3f}  "
+                  f"{est.report.solver}", flush=True)
 
 
 def main():
@@ -124,7 +124,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs"))
     args = ap.parse_args()
     print("machine:", machine())
-    Estimator.from_urdf(*(lambda x: (x[0], config(x[1])))(tree_urdf(serial_chain(3), ft_leaves=1)))  # load kernels
+    estimator_for(*(lambda x: (x[0], config(x[1])))(tree_urdf(serial_chain(3), ft_leaves=1)))  # load kernels
     plan_table(args.max_bodies, args.reps)
     if args.plan_only:
         return
@@ -137,9 +137,9 @@ def main():
             xml, soles = tree_urdf(parents, seed=len(parents), ft_leaves=2 if topo == "balanced tree" else 1)
             plan_s, est = plan_seconds(model_for(xml, config(soles)), config(soles), 1)
             us = median_estimate_us(est)
-            rows.append((topo, len(parents), est.model.NB, plan_s, us, est.plan.flops, est.plan.fill_in))
+            rows.append((topo, len(parents), est.model.NB, plan_s, us, est.report.flops, est.report.fill_in))
             print(f"{topo:14s} bodies {est.model.NB:4d}  plan {plan_s:7.2f} s  estimate {us:9.1f} µs  "
-                  f"flops {est.plan.flops:9d}  fill-in {est.plan.fill_in:7d}", flush=True)
+                  f"flops {est.report.flops:9d}  fill-in {est.report.fill_in:7d}", flush=True)
     plot_scaling(rows, args.out)
     nori_figures(args.out, sizes)
 
@@ -184,11 +184,11 @@ def nori_figures(out, sizes):
         fd.append(f.lu.flops)
         parents = [-1] + serial_chain(n - 1)
         xml2, soles2 = tree_urdf(parents, seed=n, ft_leaves=1)
-        est = Estimator.from_urdf(xml2, config(soles2, load_cells=True))
+        est = estimator_for(xml2, config(soles2, load_cells=True))
         c = cost(m)
         aba_ops.append(sum(c.aba))
         rnea_ops.append(sum(c.rnea))
-        est_ops.append(est.plan.flops)
+        est_ops.append(est.report.flops)
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     ax[0].plot(ns, fd, "o-", label="sparse LU (planned)")
     ax[0].plot(ns, aba_ops, "s-", label="ABA (McMillan-Orin formula)")

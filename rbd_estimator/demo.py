@@ -42,7 +42,7 @@ import numpy as np
 from .dynamics import aba, crba, rnea
 from .dynamics.kinematics import joint_transform
 from .spatial import inertia_from_mcI, plux
-from .estimation import Estimator, SensorConfig
+from .estimation import SensorConfig, estimator_for
 from .ros.params import NODE_KEYS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -195,7 +195,7 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
     the feet in contact) and record readings."""
     from .estimation.synthetic import measure
 
-    est = Estimator.from_urdf(xml, config)
+    est = estimator_for(xml, config)
     m = est.model
     rng = np.random.default_rng(seed)
     n, dt = m.n_joints, 1.0 / rate

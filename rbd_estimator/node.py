@@ -244,7 +244,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 f"configured for '{est.model.name}' ({len(est.joint_names)} joints, contacts "
                 f"{', '.join(est.contact_names) or 'none'}) in {seconds:.2f} s ({compiled.seconds:.2f} s compiling "
                 f"kernels{'' if compiled.seconds < 1.0 else ': run `rbd-estimator warm-cache` once to avoid it'}): "
-                f"{est.plan.summary()}" + (f"; preparing plans for {len(config.sensor_names)} single-sensor losses"
+                f"{est.report.summary()}" + (f"; preparing plans for {len(config.sensor_names)} single-sensor losses"
                                             if settings.prepare_fallbacks else ""))
             self._log_contact_coverage(plans.main.estimator)
             return SUCCESS
@@ -393,7 +393,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def _make_oracle(self, xml, config, plans, settings):
         if settings.oracle_every_n == 0:
             return None
-        if hasattr(plans.main.estimator, "tree"):     # a LoopEstimator: the URDF alone has no rotors
+        if plans.main.estimator.has_loops:            # actuator efforts: the URDF alone has no rotors
             self._oracle_error = ("pinocchio cross-check off: the configuration declares loops or the URDF has "
                                   "mimic joints (actuator efforts), which pinocchio's tree model does not couple")
             self.get_logger().info(self._oracle_error)
@@ -593,9 +593,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
 
     def _log_contact_coverage(self, est) -> None:
         """List, at configure, which contact subsets have a plan and why the others do not."""
-        if not hasattr(est, "coverage"):
+        if est.switching() is None:
             return
-        cov = est.coverage()
+        cov = est.switching().coverage()
         ok = [k for k, r in cov.items() if r is None]
         self.get_logger().info(f"contact subsets planned ({len(ok)} of {len(cov)}): {', '.join(ok)}")
         for k, r in cov.items():
@@ -665,7 +665,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         if self._pending is not None:
             self._pending.plans.close()
         self.get_logger().info(f"new sensor set planned in {time.monotonic() - t0:.2f} s: "
-                               f"{plans.main.estimator.plan.summary()}")
+                               f"{plans.main.estimator.report.summary()}")
         if active:
             self._pending = pending            # swapped in at the start of the next tick
         else:
@@ -792,7 +792,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         values.update(tick_latency_median_ms=lat["median"] * 1e3, tick_latency_p99_ms=lat["p99"] * 1e3,
                       tick_latency_max_ms=lat["max"] * 1e3)
         if plans is not None:
-            rep = plans.main.estimator.plan
+            rep = plans.main.estimator.report
             values.update(plan=rep.summary(), plan_unknowns=rep.n_unknowns, plan_equations=rep.n_equations,
                           plan_nnz=rep.nnz, plan_fill_in=rep.fill_in, plan_flops=rep.flops)
             values.update({f"fallback/{k}": v for k, v in plans.fallback_summary().items()})

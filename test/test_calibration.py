@@ -29,7 +29,7 @@ from oracle import urdf_xml
 from test_estimator import FEET, ICUB_FT
 
 from rbd_estimator import ConfigError, IllPosedError
-from rbd_estimator.estimation import ContactConfig, Estimator, SensorConfig
+from rbd_estimator.estimation import ContactConfig, SensorConfig, estimator_for
 from rbd_estimator.estimation.calibration import CalibrationResult, apply_offsets, calibrate_ft_offsets
 
 SIGMA_F, SIGMA_T, SIGMA_IMU = 0.5, 0.02, 0.05
@@ -46,13 +46,13 @@ def icub():
     cfg = SensorConfig.from_dict(dict(floating_base=True, imu=dict(frame="root_link",
                                                                     linear_acceleration_stddev=SIGMA_IMU),
                                       ft_sensors=ICUB_FT, ft=FT_NOISE, **FEET))
-    return Estimator.from_urdf(urdf_xml("icub"), cfg)
+    return estimator_for(urdf_xml("icub"), cfg)
 
 
 @pytest.fixture(scope="module")
 def icub_fixed():
     cfg = SensorConfig.from_dict(dict(floating_base=False, ft_sensors=ICUB_FT, ft=FT_NOISE))
-    return Estimator.from_urdf(urdf_xml("icub"), cfg)
+    return estimator_for(urdf_xml("icub"), cfg)
 
 
 def truth(est, contacts=None, angular_acceleration=False):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from groundtruth import GroundTruth, Trajectory
 
-from rbd_estimator import Estimator, IllPosedError, SensorConfig, robots
+from rbd_estimator import IllPosedError, SensorConfig, estimator_for, robots
 from rbd_estimator.estimation import SwitchingEstimator
 from rbd_estimator.estimation.config import FTConfig, LoadCellConfig
 from rbd_estimator.estimation.config import ContactConfig
@@ -50,22 +50,22 @@ def trot(k, period=30):
 def talos():
     xml = _read(robots.urdf_file("talos"))
     cfg = switchable(SensorConfig.from_yaml(robots.params_file("talos")))
-    return xml, cfg, Estimator.from_urdf(xml, cfg)
+    return xml, cfg, estimator_for(xml, cfg)
 
 
 @pytest.fixture(scope="module")
 def go2():
     xml = _read(robots.urdf_file("go2"))
     cfg = switchable(SensorConfig.from_yaml(robots.params_file("go2")))
-    return xml, cfg, Estimator.from_urdf(xml, cfg)
+    return xml, cfg, estimator_for(xml, cfg)
 
 
 def test_switchable_contacts_give_one_plan_per_subset(talos, go2):
     for (_, cfg, est), n in ((talos, 4), (go2, 16)):
         assert isinstance(est, SwitchingEstimator)
-        assert len(est.plans) == n and all(p is not None for p in est.plans), est.coverage()
+        assert len(est.subsets) == n and all(p is not None for p in est.subsets), est.coverage()
         assert est.contact_names == tuple(c.name for c in cfg.contacts)
-        for mask, p in enumerate(est.plans):
+        for mask, p in enumerate(est.subsets):
             assert p.contact_names == est.subset_names(mask)
 
 
@@ -108,7 +108,7 @@ def test_walking_trajectory_with_commanded_contacts_is_exact_in_every_phase(robo
         est, schedule, n = go2[2], trot, 120
     else:
         cfg = switchable(SensorConfig.from_yaml(robots.params_file("humanoid")))
-        est, schedule, n = Estimator.from_urdf(_read(robots.urdf_file("humanoid")), cfg), biped_gait, 160
+        est, schedule, n = estimator_for(_read(robots.urdf_file("humanoid")), cfg), biped_gait, 160
     traj = Trajectory(est, seed=3, schedule=schedule)
     worst = {}
     for k in range(0, n, 3):
@@ -131,15 +131,15 @@ def test_ill_posed_full_set_is_accepted_when_single_supports_are_well_posed():
     cfg = SensorConfig.from_yaml(robots.params_file("humanoid"))
     imu_only = cfg.without_kind(FTConfig, LoadCellConfig).with_sensor(replace(cfg.imu, use_angular_acceleration=True))
     with pytest.raises(IllPosedError):
-        Estimator.from_urdf(xml, imu_only)                         # fixed contacts: refused as before
-    est = Estimator.from_urdf(xml, switchable(imu_only))
+        estimator_for(xml, imu_only)                         # fixed contacts: refused as before
+    est = estimator_for(xml, switchable(imu_only))
     cov = est.coverage()
     names = est.contact_names
     assert "contact wrenches of" in cov["+".join(names)], cov        # double support: the reason
     assert cov[names[0]] is None and cov[names[1]] is None, cov      # single supports: planned
     with pytest.raises(IllPosedError, match=re.escape("+".join(names))):
         est.estimate(*(np.zeros(len(est.joint_names)),) * 3, imu=_still_imu(), contacts=names)
-    assert est.plans[0] is not None or cov["none"]
+    assert est.subsets[0] is not None or cov["none"]
     traj = Trajectory(est, seed=4, schedule=biped_gait)
     checked = 0
     for k in range(40, 160, 7):
@@ -165,7 +165,7 @@ def test_contacts_argument_is_checked(talos):
         est.mask_of(["left_sole", "nose"])
     with pytest.raises(ValueError, match="expected 2 booleans"):
         est.mask_of([True, False, True])
-    fixed = Estimator.from_urdf(_read(robots.urdf_file("talos")), SensorConfig.from_yaml(robots.params_file("talos")))
+    fixed = estimator_for(_read(robots.urdf_file("talos")), SensorConfig.from_yaml(robots.params_file("talos")))
     gt = GroundTruth(_read(robots.urdf_file("talos")), fixed)
     inputs, _ = gt.sample(np.random.default_rng(0))
     fixed.estimate(**inputs, contacts=[True, True])                # all active: fine
@@ -178,8 +178,8 @@ def test_always_contact_cannot_be_switched_off():
     cfg = SensorConfig.from_yaml(robots.params_file("go2"))
     c = cfg.contacts
     cfg = replace(cfg, contacts=(c[0],) + tuple(replace(x, mode="commanded") for x in c[1:]))
-    est = Estimator.from_urdf(_read(robots.urdf_file("go2")), cfg)
-    assert len(est.plans) == 8
+    est = estimator_for(_read(robots.urdf_file("go2")), cfg)
+    assert len(est.subsets) == 8
     with pytest.raises(ValueError, match="always"):
         est.mask_of([False, True, True, True])
     assert est.mask_of([True, False, True, True]) == 0b110
@@ -210,7 +210,7 @@ def _detector(force_on=40.0, force_off=20.0, dwell=0.01):
     cfg = SensorConfig.from_yaml(robots.params_file("humanoid"))
     contact = replace(cfg.contacts[0], mode="detected", force_on=force_on, force_off=force_off, dwell=dwell)
     cfg = replace(cfg, contacts=(contact,) + cfg.contacts[1:])
-    est = Estimator.from_urdf(_read(robots.urdf_file("humanoid")), cfg)
+    est = estimator_for(_read(robots.urdf_file("humanoid")), cfg)
     return est, est.detector()
 
 
@@ -253,7 +253,7 @@ def test_detection_force_from_ft_sensor_and_load_cells_equals_the_normal_force()
     xml = _read(robots.urdf_file("talos"))
     cfg = SensorConfig.from_yaml(robots.params_file("talos"))
     cfg = switchable(cfg, mode="detected")
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     det = est.detector()
     assert [s[0] for s in det.sources] == ["left_ankle_ft", "right_ankle_ft"]     # the ankle sensors above the soles
     gt = GroundTruth(xml, est)
@@ -338,7 +338,7 @@ def test_knowing_the_feet_in_the_air_lowers_the_error_with_noisy_sensors(go2):
     air, has a lower RMS error of the contact forces and of the joint torques than the fixed
     four-contact estimator, which spreads force onto the feet in the air."""
     xml, cfg, est = go2
-    fixed = Estimator.from_urdf(xml, SensorConfig.from_yaml(robots.params_file("go2")))
+    fixed = estimator_for(xml, SensorConfig.from_yaml(robots.params_file("go2")))
     traj = Trajectory(est, seed=9, schedule=trot, noise=1.0)
     err = {"switching": ([], []), "fixed": ([], [])}
     for k in range(0, 240, 2):
@@ -368,7 +368,7 @@ def test_sensor_loss_during_walking_finds_the_plan_of_each_subset_or_says_why():
     xml = _read(robots.urdf_file("humanoid"))
     cfg = SensorConfig.from_yaml(robots.params_file("humanoid"))
     cfg = switchable(cfg.with_sensor(replace(cfg.imu, use_angular_acceleration=True)))
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     traj = Trajectory(est, seed=8, schedule=biped_gait)
     rep = Replayer(xml, cfg, collect=True)
     changes = []
@@ -410,7 +410,7 @@ def test_mimic_robot_with_switchable_contacts():
     from rbd_estimator.ros.contact_state import ContactState
     path = os.path.join(os.path.dirname(robots.urdf_file("talos")), "talos_full_v2.urdf")
     cfg = switchable(SensorConfig.from_yaml(robots.params_file("talos")))
-    est = Estimator.from_urdf(_read(path), cfg)
+    est = estimator_for(_read(path), cfg)
     assert isinstance(est, LoopEstimator) and isinstance(est.estimator, SwitchingEstimator)
     assert ContactState(est).switchable
     assert all(r is None for r in est.estimator.coverage().values())

@@ -14,7 +14,7 @@ from oracle import Pair, rel_err, urdf_xml
 
 from rbd_estimator import ConfigError, IllPosedError, RobotModel
 from rbd_estimator.dynamics import aba, rnea
-from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig
+from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig, estimator_for
 from rbd_estimator.estimation.forward import SparseForwardDynamics
 
 ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
@@ -42,7 +42,7 @@ def talos_config():
 
 @pytest.fixture(scope="module")
 def icub():
-    est = Estimator.from_urdf(urdf_xml("icub"), icub_config())
+    est = estimator_for(urdf_xml("icub"), icub_config())
     return est, GroundTruth(urdf_xml("icub"), est)
 
 
@@ -60,18 +60,18 @@ def _check_against_truth(est, gt, n, seed, tol=1e-8):
 
 def test_icub_six_ft_sensors_imu_two_feet_matches_truth(icub):
     est, gt = icub
-    assert est.plan.redundant          # six FT sensors over-determine the two feet
+    assert est.report.redundant          # six FT sensors over-determine the two feet
     _check_against_truth(est, gt, 50, seed=1)
 
 
 def test_talos_declared_ft_sensors_matches_truth():
-    est = Estimator.from_urdf(urdf_xml("talos"), talos_config())
+    est = estimator_for(urdf_xml("talos"), talos_config())
     _check_against_truth(est, GroundTruth(urdf_xml("talos"), est), 50, seed=2)
 
 
 def test_imu_on_a_link_other_than_the_base():
     cfg = icub_config(imu=dict(frame="imu_frame"))           # iCub's IMU sits on the head
-    est = Estimator.from_urdf(urdf_xml("icub"), cfg)
+    est = estimator_for(urdf_xml("icub"), cfg)
     assert est.model.frame("imu_frame").body != 0
     _check_against_truth(est, GroundTruth(urdf_xml("icub"), est), 10, seed=3)
 
@@ -93,8 +93,8 @@ def test_fixed_base_inverse_dynamics_with_known_wrenches_is_triangular_and_equal
     est = Estimator(P.model, SensorConfig.from_dict(dict(
         floating_base=False, external_wrenches=["a", "b", "c"],
         external_wrench=dict(a=dict(frame=links[0]), b=dict(frame=links[1]), c=dict(frame=links[2])))))
-    assert est.plan.fill_in == 0 and not est.plan.redundant
-    assert est.plan.largest_block == 1                    # triangular after permutation
+    assert est.report.fill_in == 0 and not est.report.redundant
+    assert est.report.largest_block == 1                    # triangular after permutation
     rng = np.random.default_rng(5)
     for _ in range(20):
         q, v, a = P.random_state(rng)
@@ -135,7 +135,7 @@ def _loadcell_config(contact_type):
 def test_double_support_with_load_cells_only_is_ill_posed():
     """Nori Remark 5: four load cells per foot cannot determine two full contact wrenches."""
     with pytest.raises(IllPosedError) as err:
-        Estimator.from_urdf(urdf_xml("icub"), _loadcell_config("full_wrench"))
+        estimator_for(urdf_xml("icub"), _loadcell_config("full_wrench"))
     msg = str(err.value)
     assert "l_foot" in msg and "r_foot" in msg and "undetermined" in msg
     assert "3 directions" in msg            # fx, fy, tz of both feet minus the base's 3 equations
@@ -143,7 +143,7 @@ def test_double_support_with_load_cells_only_is_ill_posed():
 
 def test_slippery_feet_with_load_cells_are_solvable_and_correct():
     """Nori eq. 23: with tangential forces zero the problem becomes solvable."""
-    est = Estimator.from_urdf(urdf_xml("icub"), _loadcell_config("slippery"))
+    est = estimator_for(urdf_xml("icub"), _loadcell_config("slippery"))
     _check_against_truth(est, GroundTruth(urdf_xml("icub"), est), 20, seed=7)
 
 
@@ -154,10 +154,10 @@ def test_weighted_estimate_beats_unweighted_with_noisy_sensors():
     sig = {"l_foot_ft_sensor": (4.0, 0.4), "r_foot_ft_sensor": (4.0, 0.4)}
     ft_cfg = {n: dict(force_stddev=sig.get(n, (0.05, 0.005))[0], torque_stddev=sig.get(n, (0.05, 0.005))[1])
               for n in ICUB_FT}
-    weighted = Estimator.from_urdf(urdf_xml("icub"), icub_config(
+    weighted = estimator_for(urdf_xml("icub"), icub_config(
         ft=ft_cfg, imu=dict(frame="root_link", linear_acceleration_stddev=0.01)))
     flat = {n: dict(force_stddev=1.0, torque_stddev=1.0) for n in ICUB_FT}
-    unweighted = Estimator.from_urdf(urdf_xml("icub"), icub_config(
+    unweighted = estimator_for(urdf_xml("icub"), icub_config(
         ft=flat, imu=dict(frame="root_link", linear_acceleration_stddev=1.0)))
     gt = GroundTruth(urdf_xml("icub"), weighted)
     rng = np.random.default_rng(8)
@@ -198,17 +198,17 @@ def test_non_finite_input_raises_value_error_naming_it(icub):
 def test_ill_posed_configuration_never_yields_an_estimator():
     no_ft = icub_config(ft_sensors=[])
     with pytest.raises(IllPosedError, match="contact wrenches of l_foot and r_foot"):
-        Estimator.from_urdf(urdf_xml("icub"), no_ft)
+        estimator_for(urdf_xml("icub"), no_ft)
     with pytest.raises(ConfigError, match="imu.frame"):
-        Estimator.from_urdf(urdf_xml("icub"), icub_config(imu=dict(frame="no_such_link")))
+        estimator_for(urdf_xml("icub"), icub_config(imu=dict(frame="no_such_link")))
     with pytest.raises(ConfigError, match="IMU"):
-        Estimator.from_urdf(urdf_xml("icub"), icub_config(imu={}) if False else SensorConfig.from_dict(
+        estimator_for(urdf_xml("icub"), icub_config(imu={}) if False else SensorConfig.from_dict(
             dict(floating_base=True, ft_sensors=ICUB_FT, **FEET)))
 
 
 def test_plan_reports_its_size_and_costs(icub):
     est, _ = icub
-    p = est.plan
+    p = est.report
     assert p.n_unknowns > 0 and p.n_equations > p.n_unknowns and p.nnz > 0 and p.flops > 0
     assert p.rnea_ops > 0 and p.aba_ops > p.rnea_ops
     assert "unknowns" in p.summary()

@@ -289,11 +289,11 @@ def test_joint_states_that_also_carry_mimic_joints_are_accepted():
     """A robot_state_publisher-style joint state lists every joint, mimic joints too (issue 10):
     those are known and ignored; an unknown joint is still rejected, the joint-torque path too."""
     from oracle import robots_dir
-    from rbd_estimator import Estimator
+    from rbd_estimator import estimator_for
     with open(os.path.join(robots_dir(), "panda_description/urdf/panda.urdf")) as f:
         xml = f.read()
     config = SensorConfig.from_dict(dict(floating_base=False, joint_torque_sensors=["panda_joint1"]))
-    est = Estimator.from_urdf(xml, config)
+    est = estimator_for(xml, config)
     settings = NodeSettings.from_parameters(dict(config.node))
     inp = SensorInputs.for_estimator(est, config, settings)
     names = list(est.joint_names)

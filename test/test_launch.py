@@ -72,11 +72,11 @@ def test_launch_file_uses_the_lifecycle_pattern_and_the_shipped_files():
 
 @pytest.mark.parametrize("name", sorted(robots.SHIPPED))
 def test_shipped_robots_resolve_to_a_parameter_file_and_a_urdf_that_load(name):
-    from rbd_estimator import Estimator, SensorConfig
+    from rbd_estimator import SensorConfig, estimator_for
     params, urdf = robots.params_file(name), robots.urdf_file(name)
     assert os.path.isfile(params) and os.path.isfile(urdf)
     with open(urdf, encoding="utf-8") as fh:
-        Estimator.from_urdf(fh.read(), SensorConfig.from_yaml(params))
+        estimator_for(fh.read(), SensorConfig.from_yaml(params))
 
 
 def test_unknown_robot_names_the_shipped_ones():

@@ -110,18 +110,6 @@ def test_model_layer_imports_nothing_from_dynamics_or_estimation(layer):
 
 
 # ---------------------------------------------------------------------------- import circles
-#: Circles in the estimation layer that are known and being removed (issue 18: the estimation files
-#: are being rewritten): each an elementary cycle of module imports, as ``_cycles`` reports it (the
-#: smallest module first). Remove an entry when its circle is gone; never add one.
-KNOWN_ESTIMATION_CIRCLES = frozenset({
-    # estimator.py ↔ contacts.py: the switching estimator and the estimator import each other
-    ("estimation.contacts", "estimation.estimator"),
-    # estimator.py ↔ loops.py: the loop estimator and the estimator import each other
-    ("estimation.estimator", "estimation.loops"),
-    # estimator.py → structured (package) → solver.py (directly, and through build.py) → estimator.py
-    ("estimation.estimator", "estimation.structured", "estimation.structured.solver"),
-    ("estimation.estimator", "estimation.structured", "estimation.structured.build", "estimation.structured.solver"),
-})
 
 
 def _module_graph(root=PACKAGE, type_checking=False) -> dict:
@@ -174,8 +162,7 @@ def test_no_import_circles():
     """No module imports itself through others (DESIGN: no import circle, inside a layer or
     across layers), lazy imports inside functions included, ``TYPE_CHECKING`` imports excluded."""
     cycles = _cycles(_module_graph())
-    new = sorted(c for c in cycles if c not in KNOWN_ESTIMATION_CIRCLES)
-    assert not new, "import circles:\n" + "\n".join(" -> ".join(c + (c[0],)) for c in new)
+    assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c + (c[0],)) for c in sorted(cycles))
 
 
 def test_the_check_sees_an_import_circle(tmp_path):

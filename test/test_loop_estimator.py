@@ -20,7 +20,7 @@ from loops_oracle import LoopPair, with_extra_bodies
 
 from rbd_estimator import ConfigError
 from rbd_estimator.dynamics.ce_rnea import ce_rnea
-from rbd_estimator.estimation import Estimator, SensorConfig
+from rbd_estimator.estimation import SensorConfig, estimator_for
 from rbd_estimator.estimation.loops import LoopEstimator
 from rbd_estimator.model.loop_closure import spanning_state
 from rbd_estimator.model.loops import ExplicitLoop, FourBar, LoopConfig
@@ -105,7 +105,7 @@ def humanoid():
 def test_rotor_humanoid_with_ft_sensors_matches_truth(humanoid):
     est, gt = humanoid
     assert est.joint_names == est.tree.independent_joint_names == est.tree.urdf_model.joint_names
-    assert est.plan.redundant and len(est.tree_joint_names) == len(est.joint_names) + len(LOOPS.bodies)
+    assert est.report.redundant and len(est.tree_joint_names) == len(est.joint_names) + len(LOOPS.bodies)
     assert np.array_equal(est.G, gt.G) or np.max(np.abs(est.G - gt.G)) < 1e-14
     rng = np.random.default_rng(51)
     worst_tau = worst_w = 0.0
@@ -139,7 +139,7 @@ def test_actuator_efforts_equal_constraint_embedding_rnea(humanoid):
 def test_tree_estimator_without_rotors_gets_actuator_efforts_wrong(humanoid):
     """Same data, URDF alone (no rotors): contact wrenches still right (FT sensors), efforts not."""
     est, gt = humanoid
-    plain = Estimator.from_urdf(XML, humanoid_config())
+    plain = estimator_for(XML, humanoid_config())
     assert plain.joint_names == est.joint_names
     rng = np.random.default_rng(53)
     worst = 0.0

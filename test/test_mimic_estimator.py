@@ -17,7 +17,7 @@ import pytest
 from groundtruth import GroundTruth
 from oracle import robots_dir
 
-from rbd_estimator import Estimator, SensorConfig
+from rbd_estimator import SensorConfig, estimator_for
 from rbd_estimator.estimation.loops import LoopEstimator
 
 TALOS_FULL = "talos_data/robots/talos_full_v2.urdf"
@@ -100,7 +100,7 @@ def talos_config():
                                          (PANDA, lambda: SensorConfig.from_dict(dict(floating_base=False)))])
 def test_mimic_robot_estimates_actuator_efforts_and_wrenches(rel, config):
     xml = _xml(rel)
-    est = Estimator.from_urdf(xml, config())
+    est = estimator_for(xml, config())
     assert isinstance(est, LoopEstimator)
     mimics = {m.joint for m in est.model.mimic_joints}
     assert mimics and not mimics & set(est.joint_names)
@@ -121,7 +121,7 @@ def test_mimic_robot_estimates_actuator_efforts_and_wrenches(rel, config):
 
 def test_fixed_base_panda_matches_pinocchio_mimic_model():
     xml = _xml(PANDA)
-    est = Estimator.from_urdf(xml, SensorConfig.from_dict(dict(floating_base=False)))
+    est = estimator_for(xml, SensorConfig.from_dict(dict(floating_base=False)))
     pm = pin.buildModelFromXML(xml, mimic=True)
     pd = pm.createData()
     idx = [pm.idx_vs[pm.getJointId(j)] for j in est.joint_names]

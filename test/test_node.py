@@ -42,7 +42,7 @@ from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # n
 from sensor_msgs.msg import Imu, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
-from rbd_estimator import Estimator, SensorConfig  # noqa: E402
+from rbd_estimator import SensorConfig, estimator_for  # noqa: E402
 from rbd_estimator.node import EstimatorNode, spin_resuming  # noqa: E402
 from rbd_estimator.ros.diagnostics import values_of  # noqa: E402
 
@@ -382,13 +382,13 @@ def running(ros, params: dict, ns: str, traj, plans_timeout=None, sim_class=Sim)
 @pytest.fixture(scope="module")
 def humanoid():
     xml = read(HUMANOID)
-    return xml, Estimator.from_urdf(xml, SensorConfig.from_yaml(HUMANOID_YAML))
+    return xml, estimator_for(xml, SensorConfig.from_yaml(HUMANOID_YAML))
 
 
 @pytest.fixture(scope="module")
 def arm():
     xml = read(ARM)
-    return xml, Estimator.from_urdf(xml, SensorConfig.from_yaml(ARM_YAML))
+    return xml, estimator_for(xml, SensorConfig.from_yaml(ARM_YAML))
 
 
 # ============================================================================ lifecycle
@@ -538,7 +538,7 @@ def test_end_to_end_humanoid_matches_truth(ros, humanoid):
 
 def test_end_to_end_load_cells_and_slippery_feet(ros):
     xml = read(HUMANOID)
-    est = Estimator.from_urdf(xml, SensorConfig.from_yaml(LOADCELL_YAML))
+    est = estimator_for(xml, SensorConfig.from_yaml(LOADCELL_YAML))
     ns = unique_ns("cells")
     params = params_from_yaml(LOADCELL_YAML, xml, oracle_every_n=0, prepare_fallbacks=False)
     with running(ros, params, ns, Trajectory(est, seed=2)) as sim:
@@ -918,7 +918,7 @@ def test_end_to_end_shipped_real_robot(ros, robot):
     node (Talos: four force-torque sensors; Go2: motor torques in the joint states' effort field)."""
     from rbd_estimator import robots
     xml, params = read(robots.urdf_file(robot)), robots.params_file(robot)
-    est = Estimator.from_urdf(xml, SensorConfig.from_yaml(params))
+    est = estimator_for(xml, SensorConfig.from_yaml(params))
     ns = unique_ns(robot)
     params = params_from_yaml(params, xml, oracle_every_n=5, prepare_fallbacks=False)
     with running(ros, params, ns, Trajectory(est, seed=3)) as sim:

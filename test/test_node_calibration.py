@@ -27,7 +27,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import Imu, JointState  # noqa: E402
 
-from rbd_estimator import Estimator, SensorConfig  # noqa: E402
+from rbd_estimator import SensorConfig, estimator_for  # noqa: E402
 from rbd_estimator.demo import nominal_pose  # noqa: E402
 from rbd_estimator.estimation.synthetic import measure  # noqa: E402
 from rbd_estimator.node import EstimatorNode, spin_resuming  # noqa: E402
@@ -57,7 +57,7 @@ def stamp_of(m):
 def standing():
     xml = open(URDF, encoding="utf-8").read()
     cfg = SensorConfig.from_yaml(YAML)
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     m = est.model
     q = m.neutral_configuration()
     jq = m.joint_v_index + 1

@@ -18,7 +18,7 @@ from rclpy.qos import QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from test_node import (HUMANOID, HUMANOID_YAML, TOL, Sim, params_from_yaml, read, ros,  # noqa: E402,F401
                        running, stamp_of, time_msg, unique_ns, wait_until)
 
-from rbd_estimator import Estimator, SensorConfig  # noqa: E402
+from rbd_estimator import SensorConfig, estimator_for  # noqa: E402
 from rbd_estimator.estimation.config import FTConfig  # noqa: E402
 
 
@@ -88,7 +88,7 @@ def test_walking_with_force_torque_sensors_switches_without_skipping_a_tick(ros,
     decision came from."""
     xml = read(HUMANOID)
     cfg = switchable(SensorConfig.from_yaml(HUMANOID_YAML), mode, force_on=40.0, force_off=20.0, dwell=0.0)
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     ns = unique_ns("walk")
     with running(ros, _flat(cfg, xml), ns, Trajectory(est, seed=2, schedule=gait), sim_class=WalkingSim) as sim:
         n = 22
@@ -115,7 +115,7 @@ def test_imu_only_biped_double_support_is_an_error_and_single_support_exact(ros)
     xml = read(HUMANOID)
     base = SensorConfig.from_yaml(HUMANOID_YAML)
     cfg = switchable(base.without_kind(FTConfig).with_sensor(replace(base.imu, use_angular_acceleration=True)))
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     flat = _flat(cfg, xml)
     flat["ft_sensors"] = []
     for k in [k for k in flat if k.startswith("ft.")]:

@@ -18,7 +18,7 @@ from test_estimator import FEET, _loadcell_config, icub_config
 from trees import serial_chain, tree_urdf
 
 from rbd_estimator import IllPosedError
-from rbd_estimator.estimation import Estimator, SensorConfig
+from rbd_estimator.estimation import SensorConfig, estimator_for
 from rbd_estimator.estimation import estimator as estimator_module
 from rbd_estimator.estimation import plan
 from rbd_estimator.estimation.sparse_lu import symbolic_lu
@@ -53,7 +53,7 @@ def _rank_test_input(monkeypatch, cfg):
     with monkeypatch.context() as m:
         m.setattr(estimator_module, "check_well_posed", spy)
         with pytest.raises(_Captured):
-            Estimator.from_urdf(urdf_xml("icub"), cfg)
+            estimator_for(urdf_xml("icub"), cfg)
     return seen[0]
 
 
@@ -84,12 +84,12 @@ def test_plans_and_diagnoses_without_the_dense_svd(monkeypatch):
     def no_svd(A):
         raise AssertionError("dense SVD of the whole system")
     monkeypatch.setattr(plan, "_null_space", no_svd)
-    est = Estimator.from_urdf(urdf_xml("icub"), CASES["six force-torque sensors"][0])
-    assert est.plan.n_unknowns == 506
+    est = estimator_for(urdf_xml("icub"), CASES["six force-torque sensors"][0])
+    assert est.report.n_unknowns == 506
     with pytest.raises(IllPosedError, match=r"\(numerically\): contact wrenches of l_foot and l_foot_2: 3 directions"):
-        Estimator.from_urdf(urdf_xml("icub"), CASES["two point contacts at one point"][0])
+        estimator_for(urdf_xml("icub"), CASES["two point contacts at one point"][0])
     with pytest.raises(IllPosedError, match=r"\(structurally\): contact wrenches of l_foot and r_foot.*3 directions"):
-        Estimator.from_urdf(urdf_xml("icub"), CASES["load cells under full-wrench feet (Nori Remark 5)"][0])
+        estimator_for(urdf_xml("icub"), CASES["load cells under full-wrench feet (Nori Remark 5)"][0])
 
 
 def test_dense_fallback_decides_and_explains_the_same(monkeypatch):
@@ -101,7 +101,7 @@ def test_dense_fallback_decides_and_explains_the_same(monkeypatch):
         out = []
         for name in names:
             try:
-                out.append(Estimator.from_urdf(urdf_xml("icub"), CASES[name][0]).plan.n_unknowns)
+                out.append(estimator_for(urdf_xml("icub"), CASES[name][0]).report.n_unknowns)
             except IllPosedError as exc:
                 out.append(str(exc))
         return out
@@ -137,7 +137,7 @@ def _chain(n):
     xml, soles = tree_urdf(serial_chain(n), seed=n, ft_leaves=1)
     cfg = SensorConfig.from_dict(dict(floating_base=True, imu=dict(frame="root"), ft_sensors=["ft0"],
                                       contacts=["c0"], contact=dict(c0=dict(frame=soles[0]))))
-    return xml, Estimator.from_urdf(xml, cfg, solver="generic")
+    return xml, estimator_for(xml, cfg, solver="generic")
 
 
 def test_generic_plan_of_a_serial_chain_has_linear_fill_in_and_is_exact():
@@ -146,7 +146,7 @@ def test_generic_plan_of_a_serial_chain_has_linear_fill_in_and_is_exact():
     factorised after it), and the generic estimate matches a pinocchio ground truth."""
     _, short = _chain(25)
     xml, long = _chain(100)
-    per_body = [e.plan.fill_in / e.model.NB for e in (short, long)]
+    per_body = [e.report.fill_in / e.model.NB for e in (short, long)]
     assert per_body[1] <= 1.5 * per_body[0], per_body
     gt, rng = GroundTruth(xml, long), np.random.default_rng(2)
     for _ in range(5):

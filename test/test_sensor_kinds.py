@@ -14,7 +14,7 @@ from groundtruth import GroundTruth
 from oracle import rel_err, urdf_xml
 
 from rbd_estimator import ConfigError
-from rbd_estimator.estimation import Estimator, SensorConfig
+from rbd_estimator.estimation import SensorConfig, estimator_for
 from rbd_estimator.sensors import KINDS, Sensor, register, unregister
 
 ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
@@ -82,7 +82,7 @@ def test_a_kind_defined_in_a_test_plans_and_estimates_against_pinocchio(sole_wre
     assert [type(s).__name__ for s in cfg.sensors] == ["Imu", "SoleWrench", "SoleWrench"]
     assert cfg.sensor("r_sole_sensor").force_stddev == 2.0
     xml = urdf_xml("icub")
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     gt = GroundTruth(xml, est)
     assert _truth_check(est, gt, readings=lambda inputs, truth: dict(sole_wrenches=truth["wrenches"])) <= 1e-9
     # the same through y, assembled by hand from the slices the estimator reports
@@ -111,7 +111,7 @@ def test_foot_normal_force_sensors_match_pinocchio(solver):
                                       foot_force_sensors=["l_fz", "r_fz"],
                                       foot_force=dict(l_fz=dict(contact="l_foot"), r_fz=dict(contact="r_foot"))))
     xml = urdf_xml("icub")
-    est = Estimator.from_urdf(xml, cfg, solver=solver)
+    est = estimator_for(xml, cfg, solver=solver)
     gt = GroundTruth(xml, est)
     forces = lambda inputs, truth: dict(foot_forces=truth["wrenches"][:, 2])      # noqa: E731
     assert _truth_check(est, gt, readings=forces) <= 1e-9
@@ -131,7 +131,7 @@ def test_foot_normal_force_alone_with_point_contacts_determines_the_feet():
                                       ft_sensors=ICUB_FT[:2], foot_force_sensors=["l_fz", "r_fz"],
                                       foot_force=dict(l_fz=dict(contact="l_foot"), r_fz=dict(contact="r_foot"))))
     xml = urdf_xml("icub")
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     gt = GroundTruth(xml, est)
     by_name = lambda inputs, truth: dict(readings=dict(l_fz=truth["wrenches"][0, 2], r_fz=truth["wrenches"][1, 2]))  # noqa
     assert _truth_check(est, gt, readings=by_name) <= 1e-9
@@ -146,11 +146,11 @@ def test_three_axis_contact_force_sensors_match_pinocchio(solver):
                                       contact_force_sensors=["l_f3", "r_f3"],
                                       contact_force=dict(l_f3=dict(contact="l_foot"), r_f3=dict(contact="r_foot"))))
     xml = urdf_xml("icub")
-    est = Estimator.from_urdf(xml, cfg, solver=solver)
+    est = estimator_for(xml, cfg, solver=solver)
     gt = GroundTruth(xml, est)
     assert _truth_check(est, gt, readings=lambda inputs, truth: dict(contact_forces=truth["wrenches"][:, :3])) <= 1e-9
     with pytest.raises(ConfigError, match="slippery"):
-        Estimator.from_urdf(xml, SensorConfig.from_dict(dict(
+        estimator_for(xml, SensorConfig.from_dict(dict(
             floating_base=True, imu=dict(frame="root_link"), contacts=["l_foot"],
             contact=dict(l_foot=dict(frame="l_sole", type="slippery")), contact_force_sensors=["f"],
             contact_force=dict(f=dict(contact="l_foot")))))
@@ -167,7 +167,7 @@ def test_known_external_wrench_matches_pinocchio():
     cfg = SensorConfig.from_dict(dict(floating_base=True, imu=dict(frame="root_link"), ft_sensors=ICUB_FT, **FEET,
                                       external_wrenches=["payload"],
                                       external_wrench=dict(payload=dict(frame="l_hand", topic="/payload"))))
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     gt = GroundTruth(xml, types.SimpleNamespace(model=est.model, config=with_hand))
     known = lambda inputs, truth: dict(external_wrenches=truth["wrenches"][2:3])      # noqa: E731
     assert _truth_check(est, gt, readings=known) <= 1e-9
@@ -184,8 +184,8 @@ def test_imu_named_by_the_urdf_sensor_element():
     base = dict(floating_base=True, ft_sensors=list(ft), ft={k: dict(joint=j) for k, j in ft.items()},
                 contacts=["l_foot", "r_foot"],
                 contact=dict(l_foot=dict(frame="left_sole_link"), r_foot=dict(frame="right_sole_link")))
-    by_link = Estimator.from_urdf(xml, SensorConfig.from_dict(dict(base, imu=dict(frame="imu_link"))))
-    by_sensor = Estimator.from_urdf(xml, SensorConfig.from_dict(dict(base, imu=dict(frame="imu_sensor"))))
+    by_link = estimator_for(xml, SensorConfig.from_dict(dict(base, imu=dict(frame="imu_link"))))
+    by_sensor = estimator_for(xml, SensorConfig.from_dict(dict(base, imu=dict(frame="imu_sensor"))))
     assert "imu_sensor" in by_sensor.model.imu_sensors
     gt = GroundTruth(xml, by_link)
     inputs, truth = gt.sample(np.random.default_rng(4))
@@ -193,7 +193,7 @@ def test_imu_named_by_the_urdf_sensor_element():
     b = by_sensor.estimate(**inputs).tau
     np.testing.assert_allclose(b, a, rtol=0, atol=1e-9 * np.max(np.abs(a)))
     with pytest.raises(ConfigError, match="imu.frame.*no_such_imu"):
-        Estimator.from_urdf(xml, SensorConfig.from_dict(dict(base, imu=dict(frame="no_such_imu"))))
+        estimator_for(xml, SensorConfig.from_dict(dict(base, imu=dict(frame="no_such_imu"))))
 
 
 # ---------------------------------------------------------------------------- configuration
@@ -222,7 +222,7 @@ def test_measurement_vector_errors_name_the_sensor():
                                       ft_sensors=ICUB_FT[:4], foot_force_sensors=["l_fz", "r_fz"],
                                       foot_force=dict(l_fz=dict(contact="l_foot"), r_fz=dict(contact="r_foot"))))
     xml = urdf_xml("icub")
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     inputs, truth = GroundTruth(xml, est).sample(np.random.default_rng(2))
     with pytest.raises(ValueError, match=r"foot_forces\[1\] \(r_fz fz\) is not finite"):
         est.estimate(**inputs, foot_forces=[1.0, np.nan])

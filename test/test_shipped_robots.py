@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from groundtruth import GroundTruth
 
-from rbd_estimator import Estimator, SensorConfig, robots
+from rbd_estimator import SensorConfig, estimator_for, robots
 from rbd_estimator.ros.oracle import PinocchioOracle
 
 REAL = ["talos", "go2", "g1"]
@@ -28,13 +28,13 @@ def _read(path):
 def shipped(request):
     name = request.param
     xml, cfg = _read(robots.urdf_file(name)), SensorConfig.from_yaml(robots.params_file(name))
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     return name, xml, cfg, est, GroundTruth(xml, est)
 
 
 def test_shipped_robot_estimates_torques_and_contact_wrenches(shipped):
     name, xml, cfg, est, gt = shipped
-    assert cfg.floating_base and est.plan.solver == "structured", est.plan.summary()
+    assert cfg.floating_base and est.report.solver == "structured", est.report.summary()
     rng = np.random.default_rng(hash(name) % 2**32)
     worst_tau = worst_w = 0.0
     for _ in range(20):
@@ -73,7 +73,7 @@ def test_replay_of_shipped_robot_matches_truth(name):
 
     from rbd_estimator.replay import Replayer
     xml, cfg = _read(robots.urdf_file(name)), SensorConfig.from_yaml(robots.params_file(name))
-    est = Estimator.from_urdf(xml, cfg)
+    est = estimator_for(xml, cfg)
     traj = Trajectory(est, seed=5)
     rep = Replayer(xml, cfg, collect=True)
     ser = Serializer()

@@ -19,7 +19,7 @@ from test_estimator import icub_config, talos_config
 from trees import tree_urdf
 
 from rbd_estimator import ConfigError, RobotModel
-from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig
+from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig, estimator_for
 
 CELLS = dict(positions_x=[0.05, 0.05, -0.03, -0.03], positions_y=[0.02, -0.02, 0.02, -0.02])
 BIPED = [-1, 0, 1, -1, 3, 4, -1, 6]          # two 3-link legs (FT sensor and sole on each foot), one 2-link arm
@@ -87,7 +87,7 @@ def check_equal_to_generic(fast, ref, gt, n, seed, tol=1e-9):
         scale = max(1.0, np.max(np.abs(out_b)))
         worst = max(worst, np.max(np.abs(out_a - out_b)) / scale,
                     np.max(np.abs(base_a - base_b), initial=0.0) / max(1.0, np.max(np.abs(base_b), initial=0.0)))
-        if ref.plan.redundant:
+        if ref.report.redundant:
             assert np.max(np.abs(a.residual)) > 1e-3            # the noise is seen: the data are inconsistent
     assert worst <= tol, f"structured and generic solutions differ by {worst:.3g} (relative)"
 
@@ -109,7 +109,7 @@ def icub():
 # ---------------------------------------------------------------------------- same solution
 def test_icub_structured_equals_generic_with_noise(icub):
     fast, ref, gt = icub
-    assert ref.plan.redundant and fast._structured.n_z == 18
+    assert ref.report.redundant and fast._structured.n_z == 18
     check_equal_to_generic(fast, ref, gt, 30, seed=1)
 
 
@@ -138,7 +138,7 @@ def test_square_system_is_an_exact_solve():
     contacts: as many sensor rows as contact components (12), no redundancy."""
     cfg = icub_config(ft_sensors=["r_foot_ft_sensor"], load_cells=["lc"], load_cell=dict(lc=dict(contact="l_foot", **CELLS)))
     fast, ref, gt = pair(urdf_xml("icub"), cfg)
-    assert not ref.plan.redundant and fast._structured.m_soft == fast._structured.n_h == 12
+    assert not ref.report.redundant and fast._structured.m_soft == fast._structured.n_h == 12
     check_equal_to_generic(fast, ref, gt, 10, seed=20)
     check_against_truth(fast, gt, 10, seed=21)
     assert fast.estimate(**gt.sample(np.random.default_rng(22))[0]).residual is None
@@ -147,7 +147,7 @@ def test_square_system_is_an_exact_solve():
 def test_slippery_contacts_with_load_cells_and_torque_sensors():
     xml, _ = tree_urdf(BIPED, seed=3, ft_leaves=2, name="biped")
     fast, ref, gt = pair(xml, biped_slippery_config())
-    assert fast._structured.n_h == 8 and ref.plan.redundant
+    assert fast._structured.n_h == 8 and ref.report.redundant
     check_equal_to_generic(fast, ref, gt, 30, seed=7)
     check_against_truth(fast, gt, 20, seed=8)
 
@@ -333,9 +333,9 @@ def test_compiled_tick_allocates_nothing_but_argument_boxing():
     out = nrt_stats.run("""
         import numpy as np
         from nrt_stats import extra_allocations
-        from test_structured import GroundTruth, icub_config, urdf_xml, Estimator
+        from test_structured import GroundTruth, icub_config, urdf_xml, estimator_for
         from rbd_estimator.estimation import structured as st
-        est = Estimator.from_urdf(urdf_xml("icub"), icub_config())
+        est = estimator_for(urdf_xml("icub"), icub_config())
         inputs, _ = GroundTruth(urdf_xml("icub"), est).sample(np.random.default_rng(0))
         s = est._structured
         y = est.measurements.fill(imu=inputs["imu"], ft=inputs["ft"]).copy()

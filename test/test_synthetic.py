@@ -6,7 +6,7 @@ from groundtruth import GroundTruth
 from oracle import urdf_xml
 from test_estimator import icub_config, talos_config
 
-from rbd_estimator.estimation import Estimator
+from rbd_estimator.estimation import estimator_for
 from rbd_estimator.estimation.synthetic import consistent_base_acceleration, measure
 
 
@@ -24,7 +24,7 @@ def _full_state(est, gt, rng):
 
 def test_measure_feeds_the_estimator_its_truth():
     for config, robot in ((icub_config(), "icub"), (talos_config(), "talos")):
-        est = Estimator.from_urdf(urdf_xml(robot), config)
+        est = estimator_for(urdf_xml(robot), config)
         gt = GroundTruth(urdf_xml(robot), est)
         rng = np.random.default_rng(11)
         for _ in range(5):
@@ -38,7 +38,7 @@ def test_measure_feeds_the_estimator_its_truth():
 
 
 def test_measured_ft_matches_pinocchio_internal_wrenches():
-    est = Estimator.from_urdf(urdf_xml("icub"), icub_config())
+    est = estimator_for(urdf_xml("icub"), icub_config())
     gt = GroundTruth(urdf_xml("icub"), est)
     rng = np.random.default_rng(12)
     inputs, truth = gt.sample(rng)

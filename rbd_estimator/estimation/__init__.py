@@ -2,10 +2,11 @@
 from .config import ContactConfig, FTConfig, ImuConfig, LoadCellConfig, SensorConfig
 from .calibration import CalibrationResult, SensorOffset, apply_offsets, calibrate_ft_offsets
 from .estimator import Estimate, Estimator, ImuSample
-from .loops import LoopEstimate, LoopEstimator
-from .contacts import ContactDetector, SwitchingEstimate, SwitchingEstimator
+from .contacts import ContactDetector, SwitchingEstimate, SwitchingEstimator, make_estimator
+from .interface import EstimatorInterface
+from .loops import LoopEstimate, LoopEstimator, estimator_for
 
 __all__ = ["SensorConfig", "ImuConfig", "FTConfig", "ContactConfig", "LoadCellConfig",
-           "Estimator", "Estimate", "ImuSample", "SwitchingEstimator", "SwitchingEstimate", "ContactDetector", "LoopEstimator", "LoopEstimate",
+           "Estimator", "EstimatorInterface", "make_estimator", "estimator_for", "Estimate", "ImuSample", "SwitchingEstimator", "SwitchingEstimate", "ContactDetector", "LoopEstimator", "LoopEstimate",
            "calibrate_ft_offsets", "apply_offsets",
            "CalibrationResult", "SensorOffset"]

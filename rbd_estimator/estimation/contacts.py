@@ -17,10 +17,19 @@ import numpy as np
 
 from ..errors import ConfigError, IllPosedError
 from .config import SensorConfig
-from .estimator import ConfigNames
+from .estimator import Estimator
+from .interface import EstimatorInterface
 from .measurements import Measurements, vector
 
-__all__ = ["SwitchingEstimator", "SwitchingEstimate", "ContactDetector", "subset_label"]
+__all__ = ["SwitchingEstimator", "SwitchingEstimate", "ContactDetector", "subset_label", "make_estimator"]
+
+
+def make_estimator(model, config: SensorConfig, seed: int = 0, solver: str = "auto") -> EstimatorInterface:
+    """The estimator of a configuration on a tree model: an :class:`~.estimator.Estimator` for fixed
+    contacts, a :class:`SwitchingEstimator` of them (one per contact subset) when contacts switch."""
+    if config.switchable_contacts:
+        return SwitchingEstimator(model, config, lambda cfg: Estimator(model, cfg, seed=seed, solver=solver))
+    return Estimator(model, config, seed=seed, solver=solver)
 
 
 def subset_label(names) -> str:
@@ -52,11 +61,11 @@ class SwitchingEstimate:
         return self.subset.base_acceleration
 
 
-class SwitchingEstimator(ConfigNames):
+class SwitchingEstimator(EstimatorInterface):
     """An estimator whose contacts switch per tick (``contact.<name>.mode: commanded|detected``).
 
-    Built by :class:`~.estimator.Estimator` (``Estimator(model, config)`` returns one when the
-    configuration has switchable contacts). ``make(config)`` plans one fixed-set estimator; it is
+    Built by :func:`make_estimator` (and :func:`~.loops.estimator_for`) when the configuration has
+    switchable contacts. ``make(config)`` plans one fixed-set estimator; it is
     called for every subset. Raises :class:`IllPosedError` only when *no* subset is well-posed.
     """
 
@@ -68,23 +77,23 @@ class SwitchingEstimator(ConfigNames):
         self._bit = {n: 1 << k for k, n in enumerate(self.switchable)}
         self._always = tuple(n for n in names if n not in self._bit)
         n_sub = 1 << len(self.switchable)
-        self.plans: list = [None] * n_sub           # subset mask → fixed-set estimator, or None
+        self.subsets: list = [None] * n_sub         # subset mask → fixed-set estimator, or None
         self.reasons: list = [None] * n_sub         # subset mask → why it is ill-posed
         self._rows: list = [None] * n_sub           # subset mask → rows of its contacts in contact_names
-        self.measurements = Measurements(config)    # the full set's measurement vector
+        self._measurements = Measurements(config)   # the full set's measurement vector
         self._ysel: list = [None] * n_sub           # subset mask → its measurement vector's entries in y
         self._ysub: list = [None] * n_sub
         for mask in range(n_sub):
             active = self.subset_names(mask)
             self._rows[mask] = np.array([self._index[n] for n in active], dtype=np.int64)
             sub = config.with_active_contacts(active)
-            self._ysel[mask] = self.measurements.gather_index(sub.sensors)
+            self._ysel[mask] = self._measurements.gather_index(sub.sensors)
             self._ysub[mask] = np.zeros(self._ysel[mask].size)
             try:
-                self.plans[mask] = make(sub)
+                self.subsets[mask] = make(sub)
             except IllPosedError as exc:
                 self.reasons[mask] = str(exc)
-        ok = [p for p in self.plans if p is not None]
+        ok = [p for p in self.subsets if p is not None]
         if not ok:
             raise IllPosedError("no contact subset is well-posed with these sensors: "
                                 + "; ".join(f"{subset_label(self.subset_names(m))}: {r}"
@@ -113,9 +122,19 @@ class SwitchingEstimator(ConfigNames):
         return self._any._layout
 
     @property
-    def plan(self):
+    def report(self):
         """The plan report of the full contact set if it is well-posed, else of the largest one that is."""
-        return next(p for p in reversed(self.plans) if p is not None).plan
+        return next(p for p in reversed(self.subsets) if p is not None).report
+
+    @property
+    def measurements(self) -> Measurements:
+        return self._measurements
+
+    def subset_reason(self, mask: int) -> str | None:
+        return self.reasons[mask]
+
+    def switching(self) -> "SwitchingEstimator":
+        return self
 
     # ------------------------------------------------------------------ tick
     def mask_of(self, contacts) -> int:
@@ -154,13 +173,13 @@ class SwitchingEstimator(ConfigNames):
         not in contact are ignored."""
         mask = contacts if isinstance(contacts, (int, np.integer)) and not isinstance(contacts, bool) \
             else self.mask_of(contacts)
-        est = self.plans[mask]
+        est = self.subsets[mask]
         if est is None:
             raise IllPosedError(f"contact subset {subset_label(self.subset_names(mask))}: {self.reasons[mask]}")
         if y is None:                           # the full set's measurement vector, then the subset's
-            y = self.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind)
+            y = self._measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind)
         else:
-            y = vector(y, self.measurements.size, "y")
+            y = vector(y, self._measurements.size, "y")
         sub = self._ysub[mask]
         np.take(y, self._ysel[mask], out=sub)
         r = est.estimate(q, dq, ddq, y=sub)
@@ -181,7 +200,7 @@ class SwitchingEstimator(ConfigNames):
     def base_state(self, result: SwitchingEstimate | None = None):
         """:meth:`Estimator.base_state` of the last (or the given) estimate."""
         r = (result or self.result).subset
-        return next(p for p in self.plans if p is not None and p.result is r).base_state(r)
+        return next(p for p in self.subsets if p is not None and p.result is r).base_state(r)
 
 
 class ContactDetector:

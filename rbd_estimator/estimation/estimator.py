@@ -23,6 +23,7 @@ from .config import SensorConfig
 from .layout import SystemLayout
 from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
 from .checks import first_non_finite
+from .interface import EstimatorInterface
 from .sparse_lu import gather, lu_solve, numeric_lu
 from .measurements import ImuSample, Measurements, vector
 from ..jit import njit
@@ -48,7 +49,7 @@ class Estimate:
         self.tau = out[:nj]
         self.contact_wrenches = out[nj:nj + 6 * nc].reshape(nc, 6)
         self.joint_wrenches = out[nj + 6 * nc:nj + 6 * nc + 6 * nk].reshape(nk, 6)
-        self.residual = out[nj + 6 * (nc + nk):] if est.plan.redundant else None
+        self.residual = out[nj + 6 * (nc + nk):] if est.report.redundant else None
         self._sol = sol
         self._imu = est._imu_buf          # the last tick's IMU sample (both ticks copy it there)
 
@@ -63,43 +64,20 @@ class Estimate:
         return self._est._base_acceleration(self)
 
 
-class ConfigNames:
-    """The names an estimator's inputs and outputs are ordered by, from its ``model`` and ``config``."""
-
-    @property
-    def joint_names(self) -> tuple[str, ...]:
-        return self.model.joint_names
-
-    @property
-    def contact_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.config.contacts)
-
-    @property
-    def contact_frames(self) -> tuple[str, ...]:
-        return tuple(c.frame for c in self.config.contacts)
-
-    @property
-    def ft_names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.config.ft_sensors)
-
-
-class Estimator(ConfigNames):
+class Estimator(EstimatorInterface):
     """Joint-torque and contact-wrench estimator for one robot and one sensor set.
 
-    ``model`` must have been built with the sensor joints kept (:meth:`from_urdf` does it).
-    Raises :class:`ConfigError` for a configuration that does not fit the model and
+    The contacts are fixed (``contact.<name>.mode: always``; switchable contacts are a
+    :class:`~.contacts.SwitchingEstimator` of these, :func:`~.contacts.make_estimator` picks).
+    ``model`` must have been built with the sensor joints kept (:func:`~.loops.estimator_for`
+    does it). Raises :class:`ConfigError` for a configuration that does not fit the model and
     :class:`IllPosedError` when the sensors do not determine the unknowns.
     """
 
-    def __new__(cls, model: RobotModel = None, config: SensorConfig = None, seed: int = 0, solver: str = "auto"):
-        """A configuration with switchable contacts (``contact.<name>.mode``) gives a
-        :class:`~.contacts.SwitchingEstimator`: one fixed-set estimator per contact subset."""
-        if cls is Estimator and config is not None and config.switchable_contacts:
-            from .contacts import SwitchingEstimator
-            return SwitchingEstimator(model, config, lambda cfg: Estimator(model, cfg, seed=seed, solver=solver))
-        return super().__new__(cls)
-
     def __init__(self, model: RobotModel, config: SensorConfig, seed: int = 0, solver: str = "auto"):
+        if config.switchable_contacts:
+            raise ConfigError(f"contacts {', '.join(config.switchable_contacts)} switch (contact.<name>.mode): plan "
+                              f"them with make_estimator(model, config), which gives one estimator per subset")
         if model.floating_base and config.imu is None:
             raise ConfigError("a floating-base estimate needs an IMU (parameter 'imu.frame'): it gives the base's "
                               "angular velocity and acceleration")
@@ -115,30 +93,41 @@ class Estimator(ConfigNames):
         check_well_posed(lay, pattern.tocsr(), A_states[:2])
         self._plan_factorisation(t)
         self._allocate()
-        self._solver_mode = solver        # 'auto' | 'generic' | 'structured' (see structured.build)
         self._structured = None
-        self._structured = structured.build(self)
+        self._structured = structured.build(self._tree_problem(), solver)  # 'auto' | 'generic' | 'structured'
         if self._structured is not None:
-            self.plan = replace(self.plan, solver="structured")
+            self._report = replace(self._report, solver="structured")
 
-    @classmethod
-    def from_urdf(cls, xml: str, config: SensorConfig, seed: int = 0, solver: str = "auto", strict: bool = False):
-        """Build the model from a URDF (floating base per the configuration, every configured
-        force-torque joint kept; ``strict``: see :meth:`RobotModel.from_urdf`) and plan.
+    def _tree_problem(self) -> structured.TreeProblem:
+        """What the structured solver is built from (its docstring), with the hooks into this
+        estimator's buffers: the state buffer, the input conversion and the generic path."""
+        o = self.state_offsets()
+        return structured.TreeProblem(
+            model=self.model, config=self.config, layout=self._layout, joint_of_body=self._jofb,
+            imu=(self._imu_body, self._imu_E, self._imu_r), sol_col=self._sol_col, n_out=self._out.size,
+            redundant=self._report.redundant, offsets=o, imu_y=self._imu_y, n_imu=self._n_imu,
+            install=lambda tail: (self._state_buffers(tail), self._state)[1], convert=self._converted,
+            reference=lambda q, dq, ddq, y: self._generic(q, dq, ddq, y).copy())
 
-        A URDF with mimic joints gives a :class:`~.loops.LoopEstimator` (same interface): its
-        joints are the independent ones (pinocchio's mimic layout) and the effort of a driving
-        joint is the actuator effort ``τ_driver + Σ multiplier · τ_mimic``."""
-        from .loops import LoopEstimator, model_for
-        model = model_for(xml, config, strict)
-        if model.mimic_joints:
-            return LoopEstimator(model, config, loops=None, seed=seed, solver=solver)
-        return cls(model, config, seed=seed, solver=solver)
+    def _converted(self, q, dq, ddq, y) -> tuple:
+        self._pack(q, dq, ddq, y)
+        return self._q, self._dq, self._ddq, self._yin
 
     # ------------------------------------------------------------------ names
     @property
     def kept_joints(self) -> tuple[str, ...]:
         return tuple(self._layout.kept_joints)
+
+    @property
+    def report(self) -> PlanReport:
+        return self._report
+
+    @property
+    def measurements(self) -> Measurements:
+        return self._measurements
+
+    def kernel(self) -> tuple | None:
+        return None if self._structured is None else (self._structured.ip, self._state)
 
     # ------------------------------------------------------------------ plan
     def _init_kinematics(self):
@@ -230,7 +219,7 @@ class Estimator(ConfigNames):
         self._sol_col[lu.cols] = np.arange(N)     # unknown j of K sits at x[_sol_col[j]]
         rnea_ops, aba_ops = costs_of(lay)
         sizes = np.diff(lu.blocks)
-        self.plan = PlanReport(
+        self._report = PlanReport(
             n_unknowns=lay.n, n_equations=lay.m, n_sensor_rows=lay.m_soft, redundant=redundant, system_size=N,
             nnz=lu.nnz, nnz_factors=lu.nnz + lu.fill_in, fill_in=lu.fill_in, n_blocks=len(sizes),
             largest_block=int(sizes.max()), flops=lu.flops, rnea_ops=rnea_ops, aba_ops=aba_ops)
@@ -243,8 +232,8 @@ class Estimator(ConfigNames):
         self._Lx, self._Ux = np.zeros(len(self._Li)), np.zeros(len(self._Ui))
         self._w = np.zeros(self._N)
         self._state_buffers()
-        self.measurements = Measurements(self.config)
-        self._y = self.measurements.y
+        self._measurements = Measurements(self.config)
+        self._y = self._measurements.y
         imu = self.config.imu
         self._imu_y = lay.y_offsets[imu.name] if imu is not None else -1   # the IMU's slice of y
         self._n_imu = imu.size if imu is not None else 0
@@ -314,6 +303,11 @@ class Estimator(ConfigNames):
             if status != 0:
                 self._raise_input_error(status)
             return self.result
+        self._generic(q, dq, ddq, y)
+        return self.result
+
+    def _generic(self, q, dq, ddq, y) -> np.ndarray:
+        """The generic tick (the whole system by static sparse LU): the outputs, or the error."""
         self._pack(q, dq, ddq, y)
         lay = self._layout
         status = _tick(
@@ -325,7 +319,7 @@ class Estimator(ConfigNames):
             status = self._robust_solve()
         if status != 0:
             self._raise_input_error(status)
-        return self.result
+        return self._out
 
     def _check_all_active(self, contacts) -> None:
         names = self.contact_names

@@ -60,9 +60,11 @@ from ..model.clusters import ClusterTree
 from ..model.loops import BeltTransmission, ExplicitLoop, LinearTransmission, LinkAndRotor, LoopConfig
 from ..model.robot_model import RobotModel
 from .config import SensorConfig
-from .estimator import Estimate, Estimator, ImuSample
+from .contacts import make_estimator
+from .estimator import Estimate, ImuSample
+from .interface import EstimatorInterface
 
-__all__ = ["LoopEstimator", "LoopEstimate", "ImuSample"]
+__all__ = ["LoopEstimator", "LoopEstimate", "ImuSample", "estimator_for", "model_for"]
 
 _CONSTANT = (LinkAndRotor, BeltTransmission, LinearTransmission)
 
@@ -113,7 +115,7 @@ def _of_estimator(name: str, doc: str) -> property:
     return property(lambda self: getattr(self.estimator, name), doc=doc)
 
 
-class LoopEstimator:
+class LoopEstimator(EstimatorInterface):
     """Joint-torque and contact-wrench estimator for a robot with actuation loops (see the module
     docstring for what each loop type costs per tick).
 
@@ -133,7 +135,7 @@ class LoopEstimator:
         self.tree = tree = ClusterTree.build(model, loops)
         _check_supported(tree)
         _check_sensors(tree, config)
-        self.estimator = Estimator(tree.model, config, seed=seed, solver=solver)
+        self.estimator = make_estimator(tree.model, config, seed=seed, solver=solver)
         self.G = _joint_G(tree, self.estimator.joint_names)          # (n_tree_joints, n_y), constant
         self._GT = np.ascontiguousarray(self.G.T)
         ny = self.G.shape[1]
@@ -190,7 +192,7 @@ class LoopEstimator:
     @classmethod
     def from_urdf(cls, xml: str, config: SensorConfig, loops=None, seed: int = 0, solver: str = "auto",
                   base_dir: str | None = None, strict: bool = False) -> "LoopEstimator":
-        """Build the URDF model as :meth:`Estimator.from_urdf` does (floating base per the
+        """Build the URDF model as :func:`estimator_for` does (floating base per the
         configuration, every configured force-torque joint kept), add the loops (and the URDF's
         mimic joints), plan."""
         model = model_for(xml, config, strict)
@@ -211,11 +213,21 @@ class LoopEstimator:
         return self.tree.model
 
     config = _of_estimator("config", "The sensor configuration (:class:`SensorConfig`).")
-    plan = _of_estimator("plan", "The spanning-tree estimator's plan report.")
+    report = _of_estimator("report", "The spanning-tree estimator's plan report.")
     contact_names = _of_estimator("contact_names", "Names of the contacts, in the order of ``contact_wrenches``.")
     contact_frames = _of_estimator("contact_frames", "Frames of the contacts.")
     ft_names = _of_estimator("ft_names", "Names of the force-torque sensors, in the order of an ``ft`` array.")
     measurements = _of_estimator("measurements", "Where each sensor's slice sits in the measurement vector ``y``.")
+
+    def subset_reason(self, mask: int) -> str | None:
+        return self.estimator.subset_reason(mask)
+
+    def switching(self):
+        return self.estimator.switching()
+
+    @property
+    def has_loops(self) -> bool:
+        return True
     kept_joints = _of_estimator("kept_joints", "Fixed joints whose wrench is estimated (``joint_wrenches``).")
 
     # ------------------------------------------------------------------ tick
@@ -472,13 +484,18 @@ def model_for(xml: str, config: SensorConfig, strict: bool = False) -> RobotMode
     return RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=joints, strict=strict)
 
 
-def estimator_for(xml: str, config: SensorConfig, base_dir: str | None = None, strict: bool = False):
-    """The estimator a sensor configuration asks for: a :class:`LoopEstimator` when it declares
-    loops (``loops`` / ``bodies`` / ``loops_file`` among its parameters) or the URDF has mimic
-    joints, else an :class:`~rbd_estimator.estimation.Estimator`. The node and replay plan
-    through this."""
+def estimator_for(xml: str, config: SensorConfig, base_dir: str | None = None, strict: bool = False, seed: int = 0,
+                  solver: str = "auto") -> EstimatorInterface:
+    """The estimator a robot description and a sensor configuration ask for, planned: the model
+    built from the URDF (floating base per the configuration, every configured force-torque joint
+    kept; ``strict``: see :meth:`RobotModel.from_urdf`), then a :class:`LoopEstimator` when the
+    configuration declares loops (``loops`` / ``bodies`` / ``loops_file``, relative paths from
+    ``base_dir``) or the URDF has mimic joints (its joints are then the independent ones, and the
+    effort of a driving joint is the actuator effort ``τ_driver + Σ multiplier · τ_mimic``), else
+    :func:`~.contacts.make_estimator`'s (fixed or switching contacts). The node and the replay
+    plan through this; ``seed`` and ``solver``: see :class:`~.estimator.Estimator`."""
     loops = LoopConfig.from_sensor_parameters(config.node, base_dir)
     model = model_for(xml, config, strict)
     if loops.loops or loops.bodies or model.mimic_joints:
-        return LoopEstimator(model, config, loops, base_dir=base_dir)
-    return Estimator(model, config)
+        return LoopEstimator(model, config, loops, seed=seed, solver=solver, base_dir=base_dir)
+    return make_estimator(model, config, seed=seed, solver=solver)

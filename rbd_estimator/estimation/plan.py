@@ -42,7 +42,7 @@ _KIND_WORDS = {"a": "acceleration of", "f": "joint wrench into", "tau": "torque 
 
 @dataclass(frozen=True)
 class PlanReport:
-    """What the plan costs (``estimator.plan``). ``nnz``, ``fill_in`` and ``flops`` describe the
+    """What the plan costs (``estimator.report``). ``nnz``, ``fill_in`` and ``flops`` describe the
     planned sparse LU of the generic path; when ``solver`` is ``'structured'`` the tick solves the
     same problem by the tree reduction instead (see :mod:`.structured`). Operation counts are
     multiplications plus additions; RNEA and ABA counts use the formulas quoted in Featherstone §6."""

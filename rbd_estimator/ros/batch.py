@@ -78,8 +78,7 @@ def kernel_args(inputs, plan):
     :meth:`~rbd_estimator.estimation.structured.StructuredSolver.estimate` passes them, followed by
     the gather index of its measurement vector in ``inputs.F``; None when the estimator does not
     use the structured solver."""
-    sol = getattr(plan.estimator, "_structured", None)
-    if sol is None:
+    kernel = plan.estimator.kernel()
+    if kernel is None:
         return None
-    plan.measurement(inputs)
-    return (sol.ip, plan.estimator._state, inputs.q, inputs.dq, inputs.ddq, plan.y, plan._index)
+    return (*kernel, inputs.q, inputs.dq, inputs.ddq, plan.measurement(inputs), plan.index)

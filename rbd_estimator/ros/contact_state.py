@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..estimation.contacts import SwitchingEstimator, subset_label
+from ..estimation.contacts import subset_label
 
 ALWAYS, COMMANDED, DETECTED, COMMAND_TIMED_OUT = 0, 1, 2, 3
 
@@ -31,8 +31,7 @@ class ContactState:
     (seconds per subset label) feed ``/diagnostics``."""
 
     def __init__(self, estimator, command_timeout: float = 0.5):
-        tree = getattr(estimator, "estimator", estimator)        # a LoopEstimator's tree estimator
-        self.est = tree if isinstance(tree, SwitchingEstimator) else None
+        self.est = estimator.switching()                          # None: fixed contacts
         cfg = estimator.config
         self.names = tuple(c.name for c in cfg.contacts)
         modes = [c.mode for c in cfg.contacts]

@@ -22,21 +22,21 @@ from ..estimation.loops import estimator_for
 class Plan:
     """An estimator plus where its measurement vector comes from in the inputs, computed once per
     input layout."""
-    __slots__ = ("estimator", "sensors", "missing", "_for", "_index", "y")
+    __slots__ = ("estimator", "sensors", "missing", "_for", "index", "y")
 
     def __init__(self, estimator: Estimator, missing: frozenset):
         self.estimator = estimator
         self.sensors = estimator.config.sensors
         self.missing = missing
-        self._for = self._index = None
+        self._for = self.index = None      # the inputs' F the gather index ``index`` was made for
         self.y = np.zeros(estimator.measurements.size)
 
     def measurement(self, inputs) -> np.ndarray:
         """The estimator's measurement vector ``y`` from the latest samples of ``inputs`` (one
         gather; the index is computed when the inputs' layout changes)."""
         if self._for is not inputs.F:
-            self._index, self._for = inputs.y_index(self.sensors), inputs.F
-        np.take(inputs.F, self._index, out=self.y)
+            self.index, self._for = inputs.y_index(self.sensors), inputs.F
+        np.take(inputs.F, self.index, out=self.y)
         return self.y
 
 

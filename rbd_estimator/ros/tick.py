@@ -90,8 +90,7 @@ class TickCore:
     def _subset_unavailable(self, plan, contacts, mask) -> bool:
         """Report a change of contact subset; True (no output this tick) when the plan of the
         missing sensors has no well-posed estimate for it."""
-        est = getattr(plan.estimator, "estimator", plan.estimator)   # a LoopEstimator's tree estimator
-        reason = est.reasons[mask] if hasattr(est, "reasons") else None
+        reason = plan.estimator.subset_reason(mask)
         key = (mask, reason)
         if key != self.last_subset:
             self.last_subset = key

@@ -51,11 +51,11 @@ inputs are taken as the caller's arrays (checked for shape and finiteness in com
 Transforms use Featherstone's rotation + translation arithmetic (RBDA §2.8), inertias the
 10-number rigid-body form, revolute joint rotations the precomputed ``E = cos q A + sin q B + C``.
 """
-from .build import build
+from .build import TreeProblem, build
 from .layout import H_SINFO, H_SOUT, H_WH
 from .solve import _qr_solve
 from .solver import StructuredSolver
 from .tick import _SIGNATURE, compiled_tick, structured_tick
 
-__all__ = ["StructuredSolver", "build", "compiled_tick", "structured_tick", "H_SINFO", "H_SOUT", "H_WH",
+__all__ = ["StructuredSolver", "TreeProblem", "build", "compiled_tick", "structured_tick", "H_SINFO", "H_SOUT", "H_WH",
            "_SIGNATURE", "_qr_solve"]

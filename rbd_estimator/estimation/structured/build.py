@@ -4,6 +4,7 @@ against the generic solver."""
 from __future__ import annotations
 
 import warnings
+from typing import Callable, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,11 +20,39 @@ class _NotApplicable(Exception):
     pass
 
 
-def build(est, check: bool = True):
-    """The structured solver for ``est``, or ``None`` when the generic path is to be used:
-    ``est._solver_mode == 'generic'``, or the layout has a form this solver does not cover, or the
+class TreeProblem(NamedTuple):
+    """What the structured solver is built from: the plan of one fixed-contact estimator
+    (:class:`~..estimator.Estimator`) and the hooks into its per-tick data.
+
+    ``layout``: the :class:`~..layout.SystemLayout`; ``joint_of_body``: the joint (index in
+    ``q``) of every body, -1 for none; ``imu``: ``(body, E, r)`` of the IMU frame; ``sol_col``:
+    where unknown ``j`` of the layout sits in the generic solution vector; ``n_out``: outputs
+    (with the residual when ``redundant``); ``offsets``: the state buffer's offsets (``SX``,
+    ``SIMU``, ``SOUT``, ``SINFO``, ``STAIL``); ``imu_y``/``n_imu``: the IMU's slice of ``y``;
+    ``install(tail)``: makes the estimator's state buffer with ``tail`` appended and returns it;
+    ``convert(q, dq, ddq, y)``: the inputs as float64 vectors (``ValueError`` naming a bad one);
+    ``reference(q, dq, ddq, y)``: the generic path's outputs (the self-check's definition)."""
+    model: object
+    config: object
+    layout: object
+    joint_of_body: np.ndarray
+    imu: tuple
+    sol_col: np.ndarray
+    n_out: int
+    redundant: bool
+    offsets: dict
+    imu_y: int
+    n_imu: int
+    install: Callable
+    convert: Callable
+    reference: Callable
+
+
+def build(problem: TreeProblem, mode: str = "auto", check: bool = True):
+    """The structured solver for ``problem``, or ``None`` when the generic path is to be used:
+    ``mode == 'generic'``, or the layout has a form this solver does not cover, or the
     self-check fails (with a warning). With ``'structured'`` these raise :class:`ConfigError`."""
-    mode = est._solver_mode
+    est = problem
     if mode not in ("auto", "generic", "structured"):
         raise ConfigError(f"solver must be 'auto', 'generic' or 'structured', got {mode!r}")
     if mode == "generic":
@@ -121,8 +150,8 @@ def _csr(M):
     return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(np.float64)
 
 
-def _build(est) -> StructuredSolver:
-    m, lay, cfg = est.model, est._layout, est.config
+def _build(est: TreeProblem) -> StructuredSolver:
+    m, lay, cfg = est.model, est.layout, est.config
     NB, nj = m.NB, m.n_joints
     jt = m.joint_types.astype(np.int64)
     par = m.parents.astype(np.int64)
@@ -255,8 +284,8 @@ def _build(est) -> StructuredSolver:
             Osel[r, nj + NH + 6 * kept_bodies.index(body_of_name[owner]) + comp] += v
         else:
             raise _NotApplicable(f"an output on unknowns of kind {kind}")
-    redundant = bool(est.plan.redundant)
-    if est._out.size != O.shape[0] + (ms if redundant else 0):
+    redundant = bool(est.redundant)
+    if est.n_out != O.shape[0] + (ms if redundant else 0):
         raise _NotApplicable("the output buffer does not match the layout's outputs")
     if ms < NH:
         raise _NotApplicable("fewer sensor rows than contact components")
@@ -270,15 +299,15 @@ def _build(est) -> StructuredSolver:
 
     # ---- tree data: the forward kinematics with the RNEA's forward pass; poses ⁱX_0 of the observed
     # and contact bodies (and the IMU's path)
-    qix = np.asarray(est._jofb, dtype=np.int64)
-    tree = KinematicTree(m, qix, qix, imu=(int(est._imu_body), est._imu_E, est._imu_r),
+    qix = np.asarray(est.joint_of_body, dtype=np.int64)
+    tree = KinematicTree(m, qix, qix, imu=(int(est.imu[0]), est.imu[1], est.imu[2]),
                          poses=tuple(int(k[1]) for k in groups) + tuple(int(b) for b in cbody), rnea=True)
     cpath = m.supports(cbody)[::-1].copy()         # bodies the contact wrenches flow through, leaves first
     eyeT = np.array([int(np.array_equal(m.E_tree[i], np.eye(3))) for i in range(NB)], dtype=np.int64)
     solc = np.full(6, -1, dtype=np.int64)
     if floating:
         c0 = lay.col("a", m.body_names[0])
-        solc[:] = est._sol_col[c0:c0 + 6]
+        solc[:] = est.sol_col[c0:c0 + 6]
 
     # ---- floats (and the forward kinematics' ints and floats at the head of the blobs)
     k_off = tree.pack(ipk, fpk)
@@ -315,46 +344,43 @@ def _build(est) -> StructuredSolver:
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT))
     ip = ipk.array()
     counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
-                  RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est._imu_y,
-                  NIMU=est._n_imu, **est.state_offsets())
+                  RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,
+                  NIMU=est.n_imu, **est.offsets)
     tail = counts["STAIL"]
     counts.update(SFP=tail, SW=tail + fp.size, SEND=tail + fp.size + w.size)
     for d in (k_off, counts, i_off, f_off, w_off):
         for k, v in d.items():
             ip[_H[k]] = v
-    fpw = est._state_buffers(np.concatenate([fp, w]))         # fp and w travel in the state buffer
-    return StructuredSolver(est, ip, fpw[:fp.size], fpw[fp.size:], NH, ms, MSC, floating)
+    S = est.install(np.concatenate([fp, w]))                  # fp and w travel in the state buffer
+    tail = S[counts["STAIL"]:]
+    return StructuredSolver(ip, S, tail[:fp.size], tail[fp.size:], NH, ms, MSC, floating, est.convert)
 
 
-def _self_check(est, solver: StructuredSolver, seed: int = 7, count: int = 2):
+def _self_check(est: TreeProblem, solver: StructuredSolver, seed: int = 7, count: int = 2):
     """Solve random, noisy (inconsistent) instances with the generic path — the definition of
-    the problem — and with this solver (slow and fast input paths); they must agree to 1e-8."""
+    the problem — and with this solver (float64 arrays, and lists converted first); they must
+    agree to 1e-8."""
     rng = np.random.default_rng(seed)
-    m, cfg = est.model, est.config
-    nj = m.n_joints
-    saved = est._structured
+    nj = est.model.n_joints
+    o = est.offsets
+    out = solver.state[o["SOUT"]:o["SINFO"]]
     for _ in range(count):
-        args = dict(q=rng.uniform(-1.2, 1.2, nj), dq=rng.normal(size=nj), ddq=rng.normal(size=nj))
-        y = rng.normal(size=est._layout.n_y) * 20
-        if cfg.imu is not None:                 # a unit quaternion, a plausible gyro and accelerometer
-            o = est._imu_y
+        q, dq, ddq = rng.uniform(-1.2, 1.2, nj), rng.normal(size=nj), rng.normal(size=nj)
+        y = rng.normal(size=est.layout.n_y) * 20
+        if est.imu_y >= 0:                      # a unit quaternion, a plausible gyro and accelerometer
+            k = est.imu_y
             quat = rng.normal(size=4)
-            y[o:o + 4] = quat / np.linalg.norm(quat)
-            y[o + 4:o + 7] = rng.normal(size=3)
-            y[o + 7:o + 10] = rng.normal(size=3) * 5
-        args["y"] = y
-        est._structured = None
+            y[k:k + 4] = quat / np.linalg.norm(quat)
+            y[k + 4:k + 7] = rng.normal(size=3)
+            y[k + 7:k + 10] = rng.normal(size=3) * 5
         try:
-            est.estimate(**args)
-            ref = est._out.copy()
+            ref = est.reference(q, dq, ddq, y)
         except Exception as exc:               # noqa: BLE001  (the reference failed: nothing to compare with)
             warnings.warn(f"rbd_estimator: the structured solver could not be checked against the generic one, "
                           f"whose estimate failed ({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=4)
             return
-        finally:
-            est._structured = saved
-        results = [(solver.estimate(args["q"], args["dq"], args["ddq"], y), est._out.copy())]
-        results.append((solver.estimate(list(args["q"]), args["dq"], args["ddq"], list(y)), est._out.copy()))
+        results = [(solver.estimate(q, dq, ddq, y), out.copy())]
+        results.append((solver.estimate(list(q), dq, ddq, list(y)), out.copy()))
         scale = max(1.0, float(np.max(np.abs(ref)))) if ref.size else 1.0
         for status, got in results:
             err = float(np.max(np.abs(got - ref))) if got.size else 0.0

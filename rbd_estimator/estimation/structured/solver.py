@@ -10,13 +10,14 @@ from .tick import compiled_tick
 class StructuredSolver:
     """The structured solver of one :class:`~.estimator.Estimator` (see the module docstring).
 
-    ``ip``/``fp``: packed constant data; ``w``: work space; ``n_z`` unknowns are left after the
+    ``ip``/``fp``: packed constant data; ``state``: the estimator's state buffer (``fp`` and ``w``
+    are views of its tail); ``w``: work space; ``n_z`` unknowns are left after the
     tree elimination (``a_0`` and ``h``), ``n_h`` after the base equation; ``m_soft`` sensor rows
     (``m_ls`` after compression)."""
 
-    def __init__(self, est, ip, fp, w, n_h, m_soft, m_ls, floating):
-        self._est = est
-        self.ip, self.fp, self.w = ip, fp, w
+    def __init__(self, ip, state, fp, w, n_h, m_soft, m_ls, floating, convert):
+        self.ip, self.state, self.fp, self.w = ip, state, fp, w
+        self._convert = convert
         self.n_h, self.m_soft, self.m_ls, self.floating = n_h, m_soft, m_ls, floating
         self.n_z = n_h + (6 if floating else 0)
         self.conversions = 0            # calls whose q, dq, ddq or y were converted before the kernel
@@ -26,11 +27,11 @@ class StructuredSolver:
     def _direct_call(self):
         """``estimate(q, dq, ddq, y) → status``, the per-tick entry (see :meth:`Estimator.estimate`):
         float64 arrays (any layout) go straight to the kernel with its constant arguments bound
-        once; anything else goes through ``Estimator._pack`` first, which converts it or raises
-        ``ValueError`` naming the input. The test is a few type checks in Python, never a failed
-        call (numba's failed dispatch costs ~300 µs)."""
-        e, kernel = self._est, self.kernel
-        ip, S = self.ip, e._state
+        once; anything else is converted first (``convert``, which raises ``ValueError`` naming a
+        bad input). The test is a few type checks in Python, never a failed call (numba's failed
+        dispatch costs ~300 µs)."""
+        kernel, convert = self.kernel, self._convert
+        ip, S = self.ip, self.state
         nd, f64 = np.ndarray, np.dtype(np.float64)
 
         def estimate(q, dq, ddq, y):
@@ -41,8 +42,7 @@ class StructuredSolver:
                 if status != 3:
                     return status
             self.conversions += 1
-            e._pack(q, dq, ddq, y)
-            return kernel(ip, S, e._q, e._dq, e._ddq, e._yin)
+            return kernel(ip, S, *convert(q, dq, ddq, y))
         return estimate
 
     def summary(self) -> str:
