@@ -325,7 +325,7 @@ def _ft_sensor_tags(tree: ET.Element, joints: dict) -> dict:
         if direction not in _DIRECTIONS:
             raise ModelError(f"force-torque sensor '{name}': <measure_direction> is '{direction}', "
                              f"expected one of {_DIRECTIONS}")
-        E_sensor = _sensor_rotation(sensor, name)
+        E_sensor = _sensor_pose(sensor, name)[0]
         entry = found.setdefault(joint_name, {"names": []})
         if source == "sensor" or "frame" not in entry:
             entry.update(frame=frame, measure_direction=direction, E_sensor=E_sensor)
@@ -378,52 +378,39 @@ def _imu_frames(frames: dict, tree: ET.Element) -> dict:
         if link not in frames:
             raise ModelError(f"IMU sensor '{name}' is attached to '{link}', which is not a link of the model")
         base = frames[link]
-        E_ls = _sensor_rotation(sensor, name)                       # link → sensor coordinates
-        out[name] = Frame(name, base.body, E_ls @ base.E, base.r + base.E.T @ _sensor_position(sensor, name))
+        E_ls, p = _sensor_pose(sensor, name, "IMU sensor")        # link → sensor coordinates, origin in the link
+        out[name] = Frame(name, base.body, E_ls @ base.E, base.r + base.E.T @ p)
     return out
 
 
-def _sensor_position(sensor: ET.Element, name: str) -> np.ndarray:
-    """Sensor origin in its link's coordinates (m), from an SDF <pose> or URDF <origin xyz>."""
-    pose = sensor.find("pose")
-    xyz = None
-    if pose is not None and (pose.text or "").strip():
-        xyz = pose.text.split()[:3]
-    origin = sensor.find("origin")
-    if origin is not None and origin.get("xyz"):
-        xyz = origin.get("xyz").split()
-    if xyz is None:
-        return np.zeros(3)
-    try:
-        p = np.array([float(v) for v in xyz])
-    except ValueError:
-        raise ModelError(f"sensor '{name}': invalid position {xyz}") from None
-    if p.shape != (3,) or not np.all(np.isfinite(p)):
-        raise ModelError(f"sensor '{name}': invalid position {xyz}")
-    return p
-
-
-def _sensor_rotation(sensor: ET.Element, name: str) -> np.ndarray:
-    """Rotation from child-link to sensor coordinates, from an SDF <pose> or URDF <origin rpy>."""
-    rpy = None
+def _sensor_pose(sensor: ET.Element, name: str, what: str = "force-torque sensor") -> tuple[np.ndarray, np.ndarray]:
+    """``(E, p)``: rotation from link to sensor coordinates and the sensor origin in link
+    coordinates (m), from an SDF ``<pose>x y z r p y</pose>`` or a URDF ``<origin xyz rpy>``
+    (which wins)."""
+    xyz = rpy = None
     pose = sensor.find("pose")
     if pose is not None and (pose.text or "").strip():
         vals = pose.text.split()
-        rpy = vals[3:6] if len(vals) == 6 else None
-        if rpy is None:
-            raise ModelError(f"force-torque sensor '{name}': <pose> must have 6 numbers")
+        if len(vals) != 6:
+            raise ModelError(f"{what} '{name}': <pose> must have 6 numbers")
+        xyz, rpy = vals[:3], vals[3:]
     origin = sensor.find("origin")
-    if origin is not None and origin.get("rpy"):
-        rpy = origin.get("rpy").split()
-    if rpy is None:
-        return np.eye(3)
+    if origin is not None:
+        xyz, rpy = origin.get("xyz", "").split() or xyz, origin.get("rpy", "").split() or rpy
+    p = np.zeros(3) if xyz is None else _three(xyz, f"{what} '{name}': invalid position")
+    E = np.eye(3) if rpy is None else rpy_to_E(_three(rpy, f"{what} '{name}': invalid orientation")).T
+    return E, p
+
+
+def _three(vals, message: str) -> np.ndarray:
+    """Three finite numbers, or :class:`ModelError` with ``message`` and the values."""
     try:
-        vals = np.array([float(v) for v in rpy])
+        v = np.array([float(x) for x in vals])
     except ValueError:
-        raise ModelError(f"force-torque sensor '{name}': invalid orientation {rpy}") from None
-    if vals.shape != (3,) or not np.all(np.isfinite(vals)):
-        raise ModelError(f"force-torque sensor '{name}': invalid orientation {rpy}")
-    return rpy_to_E(vals).T
+        raise ModelError(f"{message} {vals}") from None
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ModelError(f"{message} {vals}")
+    return v
 
 
 # ---------------------------------------------------------------------------- numbering

@@ -18,23 +18,56 @@ _FZ, _NX, _NY = 5, 0, 1           # Featherstone indices of fz, nx, ny in [n; f]
 class _ContactSensor(Sensor):
     """A sensor under the contact ``contact`` (a field of every subclass)."""
 
-    def on_contact(self, w) -> tuple:
-        """``(column of h_c, B_c)`` of the sensor's contact."""
-        c, _frame, B = w.contact(self.contact, f"{self.prefix}contact")
-        return w.col("h", c.name), B
+    def check(self) -> None:
+        if not self.contact:
+            raise ConfigError(f"parameter '{self.prefix}contact' is required (the contact it measures)")
+        super().check()
 
-    def measured_components(self, w, comps, labels, stddev, what):
-        """Rows ``y = (P B_c h_c) / σ`` for the Featherstone components ``comps`` of the contact wrench."""
-        col, B = self.on_contact(w)
-        M = B[list(comps), :]
-        if np.linalg.matrix_rank(M) < len(comps):
-            c = w.contact(self.contact, f"{self.prefix}contact")[0]
+    def on_contact(self, w) -> tuple:
+        """``(ContactConfig, column of h_c, B_c)`` of the sensor's contact."""
+        c, _frame, B = w.contact(self.contact, f"{self.prefix}contact")
+        return c, w.col("h", c.name), B
+
+    def free(self, c, M, what: str) -> None:
+        """:class:`ConfigError` when the contact model leaves the measured components ``M h_c`` no
+        free direction each (a slippery contact has no tangential force)."""
+        if np.linalg.matrix_rank(M) < M.shape[0]:
             raise ConfigError(f"parameter '{self.prefix}contact': contact '{c.name}' of type {c.type} has no free "
                               f"{what} for sensor '{self.name}' to measure")
-        r0 = w.soft(self.name, labels)
-        w.block(r0, col, M, 1.0 / stddev)
-        for a in range(len(comps)):
-            w.measured(r0 + a, a, 1.0 / stddev)
+
+
+@dataclass(frozen=True)
+class _ForceComponents(_ContactSensor):
+    """A sensor of some components of its contact's force, each with standard deviation
+    ``stddev`` (N): ``COMPONENTS`` (Featherstone indices in ``[n; f]``) named ``AXES``; a
+    ``std_msgs/Float64MultiArray`` with one element per component."""
+    contact: str = ""
+    topic: str = ""
+    stddev: float = 2.0
+    timeout: float = 0.05
+
+    COMPONENTS: ClassVar[tuple] = ()
+    AXES: ClassVar[tuple] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.COMPONENTS)
+
+    def labels(self) -> tuple[str, ...]:
+        return tuple(f"{self.name} {a}" for a in self.AXES)
+
+    def rows(self, w) -> None:
+        """``y = P (B_c h_c)`` (the selected components of the contact wrench), whitened by ``σ``."""
+        c, col, B = self.on_contact(w)
+        M = B[list(self.COMPONENTS), :]
+        self.free(c, M, ", ".join(self.AXES))
+        r0 = w.soft(self.name, list(self.AXES))
+        w.block(r0, col, M, 1.0 / self.stddev)
+        for a in range(self.size):
+            w.measured(r0 + a, a, 1.0 / self.stddev)
+
+    def contact_normal_force(self, contact: str):
+        return np.array([float(k == _FZ) for k in self.COMPONENTS]) if contact == self.contact else None
 
 
 @register
@@ -61,8 +94,6 @@ class LoadCells(_ContactSensor):
         return np.column_stack([self.positions_x, self.positions_y]).astype(float).reshape(-1, 2)
 
     def check(self) -> None:
-        if not self.contact:
-            raise ConfigError(f"parameter 'load_cell.{self.name}.contact' is required (the contact the cells are under)")
         if not self.positions_x or len(self.positions_x) != len(self.positions_y):
             raise ConfigError(f"parameters 'load_cell.{self.name}.positions_x' and '.positions_y' must be two lists "
                               f"of the same, non-zero length (metres, in the contact frame)")
@@ -86,12 +117,9 @@ class LoadCells(_ContactSensor):
                               f"cells are needed to measure fz, tx and ty (one sensor of the whole normal force "
                               f"is a 'foot_force_sensors' entry)")
         Linv = np.linalg.inv(np.linalg.cholesky(G) * self.stddev)
-        col, B = self.on_contact(w)
+        c, col, B = self.on_contact(w)
         M = B[[_FZ, _NX, _NY], :]
-        if np.linalg.matrix_rank(M) < 3:
-            c = w.contact(self.contact, f"{self.prefix}contact")[0]
-            raise ConfigError(f"load cells '{self.name}': contact '{c.name}' of type {c.type} has no free fz, tx, ty "
-                              f"for the cells to measure")
+        self.free(c, M, "fz, tx, ty")
         r0 = w.soft(self.name, ["fz", "tx", "ty"])
         w.block(r0, col, Linv @ M)
         W = Linv @ C
@@ -109,71 +137,27 @@ class LoadCells(_ContactSensor):
 
 @register
 @dataclass(frozen=True)
-class FootForce(_ContactSensor):
+class FootForce(_ForceComponents):
     """One sensor of a contact's whole normal force ``fz`` (N, along the contact frame's z, positive
     when the ground pushes): a Unitree foot sensor, or the logged normal force of a foot's
     force-torque sensor compensated for the foot below it. Slice: ``[fz]``,
     ``std_msgs/Float64MultiArray`` with one element."""
-    contact: str = ""
-    topic: str = ""
-    stddev: float = 2.0
-    timeout: float = 0.05
-
     LIST: ClassVar[str] = "foot_force_sensors"
     GROUP: ClassVar[str] = "foot_force"
     KEYWORD: ClassVar[str] = "foot_forces"
-
-    def check(self) -> None:
-        if not self.contact:
-            raise ConfigError(f"parameter 'foot_force.{self.name}.contact' is required (the contact it measures)")
-        super().check()
-
-    @property
-    def size(self) -> int:
-        return 1
-
-    def labels(self) -> tuple[str, ...]:
-        return (f"{self.name} fz",)
-
-    def rows(self, w) -> None:
-        """``y = fz = e_zᵀ (B_c h_c)_f``, whitened by ``σ``."""
-        self.measured_components(w, (_FZ,), ["fz"], self.stddev, "normal force")
-
-    def contact_normal_force(self, contact: str):
-        return np.ones(1) if contact == self.contact else None
+    COMPONENTS: ClassVar[tuple] = (_FZ,)
+    AXES: ClassVar[tuple] = ("fz",)
 
 
 @register
 @dataclass(frozen=True)
-class ContactForce(_ContactSensor):
+class ContactForce(_ForceComponents):
     """A 3-axis force sensor at a contact (a quadruped's or a humanoid's foot): the contact force
     ``[fx, fy, fz]`` (N) in the contact frame. Slice: ``[fx, fy, fz]``,
     ``std_msgs/Float64MultiArray`` with three elements. The contact must have free tangential
     forces (``full_wrench`` or ``point_force``)."""
-    contact: str = ""
-    topic: str = ""
-    stddev: float = 2.0
-    timeout: float = 0.05
-
     LIST: ClassVar[str] = "contact_force_sensors"
     GROUP: ClassVar[str] = "contact_force"
     KEYWORD: ClassVar[str] = "contact_forces"
-
-    def check(self) -> None:
-        if not self.contact:
-            raise ConfigError(f"parameter 'contact_force.{self.name}.contact' is required (the contact it measures)")
-        super().check()
-
-    @property
-    def size(self) -> int:
-        return 3
-
-    def labels(self) -> tuple[str, ...]:
-        return tuple(f"{self.name} {a}" for a in ("fx", "fy", "fz"))
-
-    def rows(self, w) -> None:
-        """``y = (B_c h_c)_f`` (the force part of the contact wrench), whitened by ``σ``."""
-        self.measured_components(w, (3, 4, 5), ["fx", "fy", "fz"], self.stddev, "fx, fy, fz")
-
-    def contact_normal_force(self, contact: str):
-        return np.array([0.0, 0.0, 1.0]) if contact == self.contact else None
+    COMPONENTS: ClassVar[tuple] = (3, 4, 5)
+    AXES: ClassVar[tuple] = ("fx", "fy", "fz")

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..errors import ConfigError
-from .base import WRENCH_MESSAGE, Sensor, register
-from .force_torque import WRENCH_LABELS
+from .base import register
+from .force_torque import WrenchReading
 
 
 @register
 @dataclass(frozen=True)
-class ExternalWrench(Sensor):
+class ExternalWrench(WrenchReading):
     """The wrench ``[fx, fy, fz, tx, ty, tz]`` (N, N·m) applied to the robot at ``frame``, in that
     frame, torque about its origin; from ``topic`` (``geometry_msgs/WrenchStamped``) on the node.
     It cannot be dropped: without it the estimate would be wrong, not less precise."""
@@ -23,8 +23,6 @@ class ExternalWrench(Sensor):
     LIST: ClassVar[str] = "external_wrenches"
     GROUP: ClassVar[str] = "external_wrench"
     KEYWORD: ClassVar[str] = "external_wrenches"
-    MESSAGE: ClassVar[str] = "geometry_msgs/msg/WrenchStamped"
-    DECODER: ClassVar[str] = WRENCH_MESSAGE
     DROPPABLE: ClassVar[bool] = False
 
     def check(self) -> None:
@@ -32,13 +30,6 @@ class ExternalWrench(Sensor):
             raise ConfigError(f"parameter 'external_wrench.{self.name}.frame' is required (the link or frame it "
                               f"acts on)")
         super().check()
-
-    @property
-    def size(self) -> int:
-        return 6
-
-    def labels(self) -> tuple[str, ...]:
-        return tuple(f"{self.name} {a}" for a in WRENCH_LABELS)
 
     def rows(self, w) -> None:
         """No sensor row: ``f_i^x = ⁱX*_F w`` enters the body's (3f) right-hand side."""

@@ -15,9 +15,23 @@ FT_DIRECTIONS = ("child_to_parent", "parent_to_child")
 WRENCH_LABELS = ("fx", "fy", "fz", "tx", "ty", "tz")
 
 
+class WrenchReading(Sensor):
+    """A kind whose slice is one wrench ``[fx, fy, fz, tx, ty, tz]`` (N, N·m), read from a
+    ``geometry_msgs/WrenchStamped``."""
+    MESSAGE: ClassVar[str] = "geometry_msgs/msg/WrenchStamped"
+    DECODER: ClassVar[str] = WRENCH_MESSAGE
+
+    @property
+    def size(self) -> int:
+        return 6
+
+    def labels(self) -> tuple[str, ...]:
+        return tuple(f"{self.name} {a}" for a in WRENCH_LABELS)
+
+
 @register
 @dataclass(frozen=True)
-class ForceTorque(Sensor):
+class ForceTorque(WrenchReading):
     """A six-axis force-torque sensor. ``name`` is a sensor name, alias or joint of the URDF;
     ``joint`` declares a sensor the URDF does not describe (on a fixed joint), with ``frame`` and
     ``measure_direction`` following the SDF ``force_torque`` element. Its slice is
@@ -33,8 +47,6 @@ class ForceTorque(Sensor):
     LIST: ClassVar[str] = "ft_sensors"
     GROUP: ClassVar[str] = "ft"
     KEYWORD: ClassVar[str] = "ft"
-    MESSAGE: ClassVar[str] = "geometry_msgs/msg/WrenchStamped"
-    DECODER: ClassVar[str] = WRENCH_MESSAGE
 
     def check(self) -> None:
         if self.frame and self.frame not in FT_FRAMES:
@@ -43,13 +55,6 @@ class ForceTorque(Sensor):
             raise ConfigError(f"parameter 'ft.{self.name}.measure_direction': '{self.measure_direction}' "
                               f"is not one of {FT_DIRECTIONS}")
         super().check()
-
-    @property
-    def size(self) -> int:
-        return 6
-
-    def labels(self) -> tuple[str, ...]:
-        return tuple(f"{self.name} {a}" for a in WRENCH_LABELS)
 
     def bind(self, model):
         """The model's :class:`~rbd_estimator.model.robot_model.FTSensor`: from the URDF, or
