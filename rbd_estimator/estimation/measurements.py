@@ -102,6 +102,10 @@ class Measurements:
             if members:
                 self._groups.append(_Group(kind, members, y, self.offsets))
         self._by_name = {s.name: (s, v) for g in self._groups for s, v in zip(g.members, g.views)}
+        self._spec = tuple((g.arg, (len(g.views[0]) > 10) or None) if g.parts is not None
+                           else (g.arg, g.matrix.shape if g.matrix is not None else ()) for g in self._groups)
+        if any(arg < 0 for arg, _ in self._spec):     # a kind without a positional keyword: never concatenated
+            self._spec = ((0, "never"),)
         self._keywords = {g.keyword for g in self._groups}
 
     @property
@@ -151,17 +155,16 @@ class Measurements:
         """The common case in one copy: every kind's readings already float64 arrays of its shape
         (an :class:`ImuSample` of the IMU's sizes, an ``(n, size)`` array per kind) are
         concatenated into ``y`` (groups are contiguous, in ``y``'s order). False, nothing written,
-        for any other form."""
+        for any other form. ``_spec``: per group, the argument it reads and the shape it wants
+        (``None``: an IMU sample, ``True`` with ω̇)."""
         parts = []
-        for g in self._groups:
-            v = args[g.arg] if g.arg >= 0 else None
-            if g.parts is not None:
-                alpha = len(g.views[0]) > 10
-                if type(v) is not ImuSample or not _imu_fits(v, alpha):
+        for arg, shape in self._spec:
+            v = args[arg]
+            if shape is None or shape is True:
+                if type(v) is not ImuSample or not _imu_fits(v, shape is True):
                     return False
-                parts += v if alpha else v[:3]
-            elif (g.matrix is not None and type(v) is np.ndarray and v.dtype is _F64
-                  and v.shape == g.matrix.shape):
+                parts += v if shape is True else v[:3]
+            elif type(v) is np.ndarray and v.dtype is _F64 and v.shape == shape:
                 parts.append(v)
             else:
                 return False
