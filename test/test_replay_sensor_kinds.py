@@ -8,6 +8,7 @@ forces are ``Float64MultiArray`` messages of one element.
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ pytest.importorskip("pinocchio")
 from rosbags.rosbag2 import Reader, Writer  # noqa: E402
 from kinds_truth import FEET_SENSORS, PAYLOAD, REL_TOL, PinTruth, humanoid_dict, with_payload_contact  # noqa: E402
 
-from rbd_estimator import Estimator, SensorConfig  # noqa: E402
+from rbd_estimator import Estimator, IllPosedError, SensorConfig  # noqa: E402
 from rbd_estimator.replay import Replayer, replay_bag  # noqa: E402
 from rbd_estimator.ros import cdr  # noqa: E402
 from rbd_estimator.ros.params import NODE_KEYS  # noqa: E402
@@ -154,3 +155,106 @@ def test_replayed_known_external_wrench_matches_pinocchio_and_nothing_without_it
     assert np.isfinite(rep.results()["tau"]).all()
     assert worst(rep, traj, PinTruth(xml, est, with_hand)) <= REL_TOL
     assert sorted(estimates_of(out)) == stamps
+
+
+# ============================================================================ the real iCub recording
+needs_recording = pytest.mark.skipif(not os.path.isdir(ICUB_BAG), reason=f"no recording at {ICUB_BAG}")
+
+
+def icub_xml(wrists_fixed: bool = True) -> str:
+    """The recording's ``model.urdf``; the six wrist joints, which the log does not carry (README:
+    held at 0), turned into fixed joints."""
+    xml = read(os.path.join(ICUB, "model.urdf"))
+    if wrists_fixed:
+        for j in WRISTS:
+            xml, n = re.subn(r'(<joint\s+name="%s"\s+type=")revolute(")' % re.escape(j), r"\1fixed\2", xml)
+            assert n == 1, j
+    return xml
+
+
+def icub_config() -> SensorConfig:
+    """The recording's sensors: the pelvis IMU (ω̇ from the gyro), a normal-force sensor on each sole.
+    With only normal forces measured, the feet must be point contacts: full-wrench and slippery feet
+    are ill-posed (IllPosedError)."""
+    return SensorConfig.from_dict(dict(
+        floating_base=True, joint_states_topic="/joint_states",
+        imu=dict(frame="root_link_imu_frame", topic="/imu", use_angular_acceleration=True),
+        contacts=["l_foot", "r_foot"],
+        contact=dict(l_foot=dict(frame="l_sole", type="point_force"), r_foot=dict(frame="r_sole", type="point_force")),
+        foot_force_sensors=["l_foot_force", "r_foot_force"],
+        foot_force=dict(l_foot_force=dict(contact="l_foot", topic="/foot_force/left", stddev=5.0),
+                        r_foot_force=dict(contact="r_foot", topic="/foot_force/right", stddev=5.0))),
+        node_keys=NODE_KEYS)
+
+
+def logged(topics, count=None):
+    """``{topic: [(log time, raw bytes, message)]}`` of the recording (decoded by rosbags)."""
+    from rosbags.typesys import Stores, get_typestore
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    out = {t: [] for t in topics}
+    with Reader(ICUB_BAG) as r:
+        conns = [c for c in r.connections if c.topic in topics]
+        for c, t, raw in r.messages(connections=conns):
+            if count is None or len(out[c.topic]) < count:
+                out[c.topic].append((t, bytes(raw), ts.deserialize_cdr(raw, c.msgtype)))
+    return out
+
+
+@needs_recording
+def test_recorded_foot_forces_decode_exactly_into_their_slots():
+    """Each ``/foot_force/left|right`` message (one ``Float64MultiArray`` element, no header) is
+    accepted and its slot holds exactly the logged float; the joint states (26 joints) are taken by
+    the model whose wrists are fixed, and rejected as ``missing_joint`` by the full 32-joint model."""
+    from rbd_estimator.model.robot_model import RobotModel
+    from rbd_estimator.ros.inputs import SensorInputs
+    from rbd_estimator.ros.params import NodeSettings
+    cfg = icub_config()
+    settings = NodeSettings.from_parameters(cfg.node)
+    msgs = logged(("/foot_force/left", "/foot_force/right", "/joint_states"), count=20)
+    model = RobotModel.from_urdf(icub_xml(), floating_base=True)
+    assert model.n_joints == 26
+    inputs = SensorInputs(model.joint_names, cfg, settings)
+    for name, topic in (("l_foot_force", "/foot_force/left"), ("r_foot_force", "/foot_force/right")):
+        slot = inputs.slots[name]
+        assert slot.topic == topic and len(slot.value) == 1
+        for t, raw, m in msgs[topic]:
+            assert len(m.data) == 1
+            assert inputs.on_message(slot.index, raw, t) == 1
+            assert slot.value[0] == m.data[0]                      # bit for bit
+        assert slot.received == 20 and not slot.rejected
+    for t, raw, _ in msgs["/joint_states"][:3]:
+        assert inputs.on_message(0, raw, t) >= 0
+    assert inputs.joint_states.received == 3 and not inputs.joint_states.rejected
+    full = RobotModel.from_urdf(icub_xml(wrists_fixed=False), floating_base=True)
+    assert full.n_joints == 32
+    strict = SensorInputs(full.joint_names, cfg, settings)
+    t, raw, _ = msgs["/joint_states"][0]
+    assert strict.on_message(0, raw, t) == -1 and strict.joint_states.rejected == {"missing_joint": 1}
+
+
+@needs_recording
+def test_recorded_icub_standing_replays_with_foot_normal_forces(tmp_path):
+    """The 20 s recording through the replay: an estimate for every joint state but the first (the
+    acceleration filter's), all finite, and the two estimated normal forces add up to the logged
+    sum within 3 % at every tick (the robot stands on both feet; the logged sum is ≈10 N above m·g,
+    README quirk 3)."""
+    cfg = icub_config()
+    for typ in ("full_wrench", "slippery"):
+        feet = {f"contact.{c}.type": typ for c in ("l_foot", "r_foot")}
+        flat = dict(cfg.to_parameters(), **cfg.node, **feet)
+        with pytest.raises(IllPosedError, match="ill-posed"):
+            Estimator.from_urdf(icub_xml(), SensorConfig.from_parameters(flat, node_keys=NODE_KEYS))
+    summary, rep = replay_bag(ICUB_BAG, str(tmp_path / "out"), cfg, icub_xml(), collect=True, copy_inputs=False)
+    assert not summary.error, summary.error
+    assert summary.received == {"joint_states": 2004, "imu": 2004, "l_foot_force": 2004, "r_foot_force": 2004}
+    assert all(not r for r in summary.rejected.values()), summary.rejected
+    res = rep.results()
+    assert summary.ticks == 2003 and summary.estimates >= 0.99 * summary.ticks
+    assert np.isfinite(res["tau"]).all() and np.isfinite(res["wrenches"]).all()
+    forces = logged(("/foot_force/left", "/foot_force/right"))
+    left = {t: m.data[0] for t, _, m in forces["/foot_force/left"]}
+    right = {t: m.data[0] for t, _, m in forces["/foot_force/right"]}
+    total = np.array([left[t] + right[t] for t in res["times"]])     # receive time = stamp in this bag
+    fz = res["wrenches"][:, :, 2]
+    assert np.all(fz > 50.0)                                         # both feet carry weight
+    assert np.max(np.abs(fz.sum(axis=1) - total) / total) <= 0.03
