@@ -258,3 +258,13 @@ def test_recorded_icub_standing_replays_with_foot_normal_forces(tmp_path):
     fz = res["wrenches"][:, :, 2]
     assert np.all(fz > 50.0)                                         # both feet carry weight
     assert np.max(np.abs(fz.sum(axis=1) - total) / total) <= 0.03
+
+
+def test_ft_offsets_name_force_torque_sensors_only():
+    """A known external wrench also arrives as a WrenchStamped, but ``ft_offsets.<name>`` applies
+    to force-torque sensors only: naming the external wrench is refused."""
+    from rbd_estimator import ConfigError
+    cfg = SensorConfig.from_dict(dict(humanoid_dict(**PAYLOAD), ft_offsets=dict(payload=[1.0] * 6)),
+                                 node_keys=NODE_KEYS)
+    with pytest.raises(ConfigError, match="'ft_offsets.payload': no force-torque sensor 'payload'"):
+        Replayer(read(HUMANOID), cfg)
