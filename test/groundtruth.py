@@ -250,7 +250,7 @@ class Trajectory:
         readings = measure(self.est, q, v, a, np.array(W), rng=np.random.default_rng((self._noise_seed, k)),
                            noise=self.noise)
         out = dict(stamp=self.stamp(k), q=qj, dq=vj, readings=readings, tau=np.array(readings.tau),
-                   wrenches=np.array(W), active=active)
+                   wrenches=np.array(W), active=active, state=(q, v, a))   # state: pinocchio layout
         self._cache[k] = out
         return out
 
