@@ -133,7 +133,7 @@ class Estimator(EstimatorInterface):
     def _init_kinematics(self):
         """The forward kinematics (a :class:`KinematicTree` whose 1-DoF joints read ``q``/``q̇`` in
         :attr:`joint_names` order, packed), the IMU frame, and the rotations and velocities."""
-        m, lay = self.model, self._layout
+        m = self.model
         jidx = {name: k for k, name in enumerate(m.joint_names)}
         self._jofb = np.array([jidx.get(n, -1) if m.joint_dofs[i] == 1 else -1
                                for i, n in enumerate(m.body_joint_names)], dtype=np.int64)
