@@ -63,7 +63,7 @@ def truth(est, contacts=None, angular_acceleration=False):
         cfg = replace(cfg, contacts=tuple(cs))
     if angular_acceleration:
         cfg = cfg.with_sensor(replace(cfg.imu, use_angular_acceleration=True))
-    return GroundTruth(urdf_xml("icub"), SimpleNamespace(model=est.model, config=cfg, _layout=est._layout))
+    return GroundTruth(urdf_xml("icub"), SimpleNamespace(model=est.model, config=cfg))
 
 
 def random_offsets(rng):

@@ -112,7 +112,6 @@ to the null space). ``strict=True`` raises :class:`~rbd_estimator.errors.IllPose
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -123,6 +122,7 @@ from ..errors import ConfigError, IllPosedError
 from .config import ContactConfig
 from .estimator import Estimator
 from .layout import SystemLayout
+from .measurements import Measurements, vector
 
 __all__ = ["SensorOffset", "CalibrationResult", "calibrate_ft_offsets", "apply_offsets"]
 
@@ -269,7 +269,7 @@ def calibrate_ft_offsets(estimator: Estimator, samples, contacts, *, fixture="au
     Raises ``ConfigError`` for an unknown contact, sensor or fixture frame and ``ValueError`` naming
     the sample and input for a missing, misshapen or non-finite input.
     """
-    problem = _Problem(estimator, contacts, fixture, sensors, imu_angular_acceleration)
+    problem = _Problem(_tree_estimator(estimator), contacts, fixture, sensors, imu_angular_acceleration)
     samples = list(samples)
     if not samples:
         raise ValueError("samples: at least one sample is needed")
@@ -357,7 +357,7 @@ class _Problem:
             lay = SystemLayout(m, replace(cfg, contacts=cfg.contacts + extra))
         except ConfigError as exc:
             raise ConfigError(str(exc).replace(f"contact.{_FIXTURE}.frame", "fixture")) from None
-        ref = est._layout
+        ref = est.layout
         assert (lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv, lay.r_qdd) == \
                (ref.r_c, ref.r_nu, ref.r_xa0, ref.r_imu_wv, ref.r_qdd), "calibration layout differs in its sources"
         self.lay = lay
@@ -396,12 +396,8 @@ class _Problem:
         self.E = np.zeros((lay.m_soft, len(cols)))                  # E = G diag(σ): unit selection
         self.E[self.ft_row[self.cols], np.arange(len(cols))] = 1.0
 
-        # a private copy of the estimator's input and kinematics buffers (the estimator is untouched)
-        self.est = copy.copy(est)
-        self.est.config = cfg                   # the measurement vector then has the angular acceleration if used
-        self.est._layout = lay
-        self.est._init_kinematics()
-        self.est._allocate()
+        self.est = est                          # its kinematics (Estimator.system_at: buffers untouched)
+        self.measurements = Measurements(cfg)   # y of cfg (with the angular acceleration if asked for)
         self.N = np.zeros((len(cols), len(cols)))
         self.b = np.zeros(len(cols))
         self.Q, self.c = [], []
@@ -410,27 +406,25 @@ class _Problem:
 
     # ------------------------------------------------------------------ one sample
     def _sources(self, k, sample):
-        e, lay = self.est, self.lay
+        lay, meas = self.lay, self.measurements
         if not isinstance(sample, dict):
             raise ValueError(f"samples[{k}]: expected a dictionary of estimate() inputs, got {type(sample).__name__}")
         unknown = set(sample) - set(_SAMPLE_KEYS)
         if unknown:
             raise ValueError(f"samples[{k}]: unknown input(s) {sorted(unknown)} (known: {', '.join(_SAMPLE_KEYS)})")
+        nj = len(self.est.joint_names)
         try:
             q, dq, ddq, *readings = (sample.get(key) for key in _SAMPLE_KEYS)
-            e._pack(q, dq, ddq, e.measurements.fill(*readings))        # the estimator's own checks
-            for name, buf in (("q", e._q), ("dq", e._dq), ("ddq", e._ddq), ("y", e._yin)):
+            q, dq, ddq = (vector(x, nj, name) for x, name in ((q, "q"), (dq, "dq"), (ddq, "ddq")))
+            y = meas.fill(*readings)                # the estimator's own conversions and checks
+            for name, buf in (("q", q), ("dq", dq), ("ddq", ddq), ("y", y)):
                 if not np.all(np.isfinite(buf)):
                     i = int(np.argmin(np.isfinite(buf)))
-                    what = e.measurements.describe(i) if name == "y" else f"{name}[{i}]"
+                    what = meas.describe(i) if name == "y" else f"{name}[{i}]"
                     raise ValueError(f"{what} is not finite")
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise ValueError(f"samples[{k}]: {exc}") from None
-        src, rsrc = e._sources(e._q, e._dq, e._yin[e._imu_y + 4:e._imu_y + 7] if e._imu_y >= 0 else np.zeros(3))
-        # the measured sources, placed as the tick places them (estimator._tick)
-        rsrc[lay.r_qdd:lay.r_qdd + len(e._ddq)] = e._ddq
-        rsrc[lay.r_y:lay.r_y + lay.n_y] = e._yin
-        return src, rsrc
+        return self.est.system_at(q, dq, ddq, y, lay)   # as the tick places them
 
     def add(self, k, sample):
         lay = self.lay
@@ -505,6 +499,19 @@ class _Problem:
                                  n_samples=n_s, rank=int(keep.sum()), n_unknowns=n_u,
                                  unidentifiable=tuple(directions), chi2=chi / dof if dof > 0 else float("nan"),
                                  dof=dof)
+
+
+def _tree_estimator(estimator) -> Estimator:
+    """The fixed-contact tree estimator the calibration works with: ``estimator`` itself, or the
+    all-contacts subset of a switching one (the calibration says itself which contacts are on)."""
+    if isinstance(estimator, Estimator):
+        return estimator
+    switching = estimator.switching()
+    full = switching.subsets[-1] if switching is not None and not estimator.has_loops else None
+    if full is None:
+        raise ConfigError("calibration works on a kinematic tree with its full contact set: not available for "
+                          "loops or mimic joints, nor when the full contact set is ill-posed")
+    return full
 
 
 def _wrench(w, name) -> np.ndarray:

@@ -117,11 +117,6 @@ class SwitchingEstimator(EstimatorInterface):
         return self._any.kept_joints
 
     @property
-    def _layout(self):
-        """The layout of a planned subset: the sensors' frames and rotations (the same in every subset)."""
-        return self._any._layout
-
-    @property
     def report(self):
         """The plan report of the full contact set if it is well-posed, else of the largest one that is."""
         return next(p for p in reversed(self.subsets) if p is not None).report

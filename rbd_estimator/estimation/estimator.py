@@ -123,6 +123,11 @@ class Estimator(EstimatorInterface):
         return self._report
 
     @property
+    def layout(self) -> SystemLayout:
+        """The layout of Nori's system for this sensor set (unknowns, rows, sources): part of the plan."""
+        return self._layout
+
+    @property
     def measurements(self) -> Measurements:
         return self._measurements
 
@@ -150,13 +155,30 @@ class Estimator(EstimatorInterface):
         """The packed tree and the buffers of :func:`.kinematics.sources` (its arguments before ``q``)."""
         return (*self._kin, self._E.reshape(-1), self._v.reshape(-1))
 
-    def _sources(self, q, dq, w_imu):
-        """``(src, rsrc)`` for a state (plan-time use; the tick fills the same in compiled code)."""
-        lay = self._layout
+    def _sources(self, q, dq, w_imu, layout=None):
+        """``(src, rsrc)`` for a state (plan-time use; the tick fills the same in compiled code), in
+        scratch buffers: the estimator's own (the last estimate's poses and velocities) are untouched."""
+        lay = layout or self._layout
         src, rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
         src[0] = rsrc[0] = 1.0
-        kin.sources(*self._kinematics_arguments(), q, dq, w_imu, src, rsrc, lay.r_c, lay.r_nu, lay.r_xa0,
-                    lay.r_imu_wv)
+        ip, fp, w = self._kin
+        NB = self.model.NB
+        kin.sources(ip, fp, w.copy(), np.zeros(9 * NB), np.zeros(6 * NB), q, dq, w_imu, src, rsrc, lay.r_c,
+                    lay.r_nu, lay.r_xa0, lay.r_imu_wv)
+        return src, rsrc
+
+    def system_at(self, q, dq, ddq, y, layout=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(src, rsrc)``: the sources of Nori's system (eqs. 3–5, 16; see :mod:`.layout`) at the
+        joint state ``(q, dq, ddq)`` (float64 vectors, :attr:`joint_names` order) with the
+        measurement vector ``y`` of ``layout`` — this estimator's :attr:`layout` by default, or
+        another over the same model and IMU (the calibration's, which adds a fixture contact).
+        Allocates: for off-line use (calibration, checks); the estimator's buffers are untouched."""
+        lay = layout or self._layout
+        imu_y = lay.y_offsets[self.config.imu.name] if self.config.imu is not None else -1
+        gyro = y[imu_y + 4:imu_y + 7] if imu_y >= 0 else np.zeros(3)
+        src, rsrc = self._sources(q, dq, gyro, lay)
+        rsrc[lay.r_qdd:lay.r_qdd + len(ddq)] = ddq
+        rsrc[lay.r_y:lay.r_y + lay.n_y] = y
         return src, rsrc
 
     def _numeric_A(self, sources, t: np.ndarray) -> sp.csr_matrix:
