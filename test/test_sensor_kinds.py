@@ -232,3 +232,34 @@ def test_measurement_vector_errors_name_the_sensor():
         est.estimate(**inputs, foot_force=[1.0, 2.0])
     with pytest.raises(ValueError, match="readings: 'nope'"):
         est.estimate(**inputs, foot_forces=[1.0, 2.0], readings=dict(nope=1.0))
+
+
+# ---------------------------------------------------------------------------- the plan and its data
+@pytest.mark.parametrize("solver", ["structured", "generic"])
+def test_a_tick_writes_only_the_estimators_data(solver):
+    """Model/Data: every array the estimator holds outside ``est.data`` (its plan: layout maps, LU
+    pattern, packed trees) is bitwise the same after estimates; the outputs live in ``est.data``."""
+    xml = urdf_xml("icub")
+    est = estimator_for(xml, SensorConfig.from_dict(dict(floating_base=True, imu=dict(frame="root_link"), **FEET,
+                                                         ft_sensors=ICUB_FT)), solver=solver)
+
+    def plan_arrays():
+        out = {}
+        for k, v in vars(est).items():
+            for j, a in enumerate(v if isinstance(v, tuple) else (v,)):
+                if isinstance(a, np.ndarray):
+                    out[(k, j)] = a.copy()
+        return out
+    before = plan_arrays()
+    assert len(before) > 10
+    gt = GroundTruth(xml, est)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        inputs, truth = gt.sample(rng)
+        r = est.estimate(**inputs)
+        assert rel_err(r.tau, truth["tau"]) <= 1e-9
+        assert np.shares_memory(r.tau, est.data.state)
+    after = plan_arrays()
+    assert after.keys() == before.keys()
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=str(k))

@@ -81,9 +81,9 @@ def check_equal_to_generic(fast, ref, gt, n, seed, tol=1e-9):
         inputs, _ = gt.sample(rng)
         inputs = noisy(inputs, rng)
         a = fast.estimate(**inputs)
-        out_a, base_a = fast._out.copy(), a.base_acceleration.copy()
+        out_a, base_a = fast.data.out.copy(), a.base_acceleration.copy()
         b = ref.estimate(**inputs)
-        out_b, base_b = ref._out.copy(), b.base_acceleration.copy()
+        out_b, base_b = ref.data.out.copy(), b.base_acceleration.copy()
         scale = max(1.0, np.max(np.abs(out_b)))
         worst = max(worst, np.max(np.abs(out_a - out_b)) / scale,
                     np.max(np.abs(base_a - base_b), initial=0.0) / max(1.0, np.max(np.abs(base_b), initial=0.0)))
@@ -228,7 +228,7 @@ def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(
     inputs, _ = gt.sample(np.random.default_rng(16))
     q, dq, ddq, imu, ft = inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], inputs["ft"]
     fast.estimate(**inputs)
-    direct = fast._out.copy()
+    direct = fast.data.out.copy()
     names = fast.ft_names
     forms = {
         "lists": dict(q=list(q), dq=list(dq), ddq=ddq.tolist(), imu=imu, ft=[list(w) for w in ft]),
@@ -242,13 +242,13 @@ def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(
     for label, kw in forms.items():
         raised = _exceptions_raised(lambda: fast.estimate(**kw))
         assert raised == [], f"{label}: {raised}"
-        np.testing.assert_array_equal(fast._out, direct, err_msg=label)
+        np.testing.assert_array_equal(fast.data.out, direct, err_msg=label)
     # float32 arrays: the estimate of the float64 values they hold
     f32 = {k: np.asarray(v, dtype=np.float32) for k, v in dict(q=q, dq=dq, ddq=ddq, ft=ft).items()}
     fast.estimate(**{k: v.astype(np.float64) for k, v in f32.items()}, imu=imu)
-    expected = fast._out.copy()
+    expected = fast.data.out.copy()
     assert _exceptions_raised(lambda: fast.estimate(**f32, imu=imu)) == []
-    np.testing.assert_array_equal(fast._out, expected)
+    np.testing.assert_array_equal(fast.data.out, expected)
     assert fast._structured.conversions == n0 + 2          # the lists and the float32 joint state only
 
 
@@ -339,7 +339,7 @@ def test_compiled_tick_allocates_nothing_but_argument_boxing():
         inputs, _ = GroundTruth(urdf_xml("icub"), est).sample(np.random.default_rng(0))
         s = est._structured
         y = est.measurements.fill(imu=inputs["imu"], ft=inputs["ft"]).copy()
-        args = (s.ip, est._state, inputs["q"], inputs["dq"], inputs["ddq"], y)
+        args = (s.ip, est.data.state, inputs["q"], inputs["dq"], inputs["ddq"], y)
         real = s.kernel
         def tick(*a):
             assert real(*a) == 0

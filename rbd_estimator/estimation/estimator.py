@@ -42,8 +42,8 @@ class Estimate:
       are redundant, else ``None``.
     """
 
-    def __init__(self, est: "Estimator", out: np.ndarray, sol: np.ndarray):
-        lay = est._layout
+    def __init__(self, est: "Estimator", out: np.ndarray, sol: np.ndarray, imu: np.ndarray):
+        lay = est.layout
         nj, nc, nk = est.model.n_joints, len(lay.contacts), len(lay.kept_joints)
         self._est = est
         self.tau = out[:nj]
@@ -51,7 +51,7 @@ class Estimate:
         self.joint_wrenches = out[nj + 6 * nc:nj + 6 * nc + 6 * nk].reshape(nk, 6)
         self.residual = out[nj + 6 * (nc + nk):] if est.report.redundant else None
         self._sol = sol
-        self._imu = est._imu_buf          # the last tick's IMU sample (both ticks copy it there)
+        self._imu = imu                   # the last tick's IMU sample (both ticks copy it there)
 
     def contact(self, name: str) -> np.ndarray:
         """The wrench of one contact by name."""
@@ -62,6 +62,53 @@ class Estimate:
         """Floating-base acceleration in pinocchio's free-flyer layout ``[a_lin; ω̇]`` (base frame,
         with the base's linear velocity taken as zero, see :mod:`.kinematics`)."""
         return self._est._base_acceleration(self)
+
+
+class EstimatorData:
+    """The per-tick buffers of one :class:`Estimator` (what pinocchio's ``Data`` is to its
+    ``Model``): the estimator itself holds only its plan, made at construction and not changed by
+    a tick. All float64, preallocated, overwritten by every estimate:
+
+    * ``state``: one array that the structured tick takes as one argument — the rotations ``E``
+      (NB × 3 × 3, body ← parent) and velocities ``V`` (NB × 6, ``[ω; v]``, body coordinates) of the
+      forward kinematics, the generic solution ``x``, the IMU sample ``imu`` (13: orientation
+      ``[x, y, z, w]``, rad/s, m/s², rad/s²), the outputs ``out`` (what :class:`Estimate` views) and
+      ``info`` (4: the failing input and index, the pivot ratio), then the structured tick's
+      constants and work space (:meth:`install`); ``E``, ``V``, ``x``, ``imu``, ``out``, ``info``
+      are views of it;
+    * ``src``, ``rsrc``, ``Ax``, ``Lx``, ``Ux``, ``lu_w``: the generic tick's sources and numeric LU;
+      ``kin_w``: its kinematics' work space;
+    * ``measurements``: the measurement vector ``y`` and its filling from per-kind readings;
+    * ``result``: the :class:`Estimate` of the last tick; ``pivot_fallbacks``: generic ticks that
+      fell back to partial pivoting.
+    """
+
+    def __init__(self, est: "Estimator"):
+        lay = est.layout
+        self._est, self._offsets = est, est.state_offsets()
+        self.src, self.rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
+        self.src[0] = self.rsrc[0] = 1.0
+        self.Ax = np.zeros(len(est._Ai))
+        self.Lx, self.Ux = np.zeros(len(est._Li)), np.zeros(len(est._Ui))
+        self.lu_w = np.zeros(est._N)
+        self.kin_w = est._kin[2].copy()
+        self.measurements = Measurements(est.config)
+        self.pivot_fallbacks = 0
+        self.install(None)
+
+    def install(self, tail: np.ndarray | None) -> np.ndarray:
+        """Make :attr:`state` with a copy of ``tail`` after the views (the structured tick's
+        constants and work space: each array argument of a compiled call costs an allocation and
+        two atomic reference counts); returns :attr:`state`."""
+        NB, o = self._est.model.NB, self._offsets
+        self.state = S = np.zeros(o["STAIL"] + (0 if tail is None else tail.size))
+        self.E, self.V = S[:9 * NB].reshape(NB, 3, 3), S[9 * NB:15 * NB].reshape(NB, 6)
+        self.x, self.imu = S[o["SX"]:o["SIMU"]], S[o["SIMU"]:o["SOUT"]]
+        self.out, self.info = S[o["SOUT"]:o["SINFO"]], S[o["SINFO"]:o["STAIL"]]
+        if tail is not None:
+            S[o["STAIL"]:] = tail
+        self.result = Estimate(self._est, self.out, self.x, self.imu)
+        return S
 
 
 class Estimator(EstimatorInterface):
@@ -104,14 +151,13 @@ class Estimator(EstimatorInterface):
         o = self.state_offsets()
         return structured.TreeProblem(
             model=self.model, config=self.config, layout=self._layout, joint_of_body=self._jofb,
-            imu=(self._imu_body, self._imu_E, self._imu_r), sol_col=self._sol_col, n_out=self._out.size,
+            imu=(self._imu_body, self._imu_E, self._imu_r), sol_col=self._sol_col, n_out=self.data.out.size,
             redundant=self._report.redundant, offsets=o, imu_y=self._imu_y, n_imu=self._n_imu,
-            install=lambda tail: (self._state_buffers(tail), self._state)[1], convert=self._converted,
+            install=self.data.install, convert=self._converted,
             reference=lambda q, dq, ddq, y: self._generic(q, dq, ddq, y).copy())
 
     def _converted(self, q, dq, ddq, y) -> tuple:
-        self._pack(q, dq, ddq, y)
-        return self._q, self._dq, self._ddq, self._yin
+        return self._pack(q, dq, ddq, y)
 
     # ------------------------------------------------------------------ names
     @property
@@ -129,10 +175,19 @@ class Estimator(EstimatorInterface):
 
     @property
     def measurements(self) -> Measurements:
-        return self._measurements
+        return self.data.measurements
+
+    @property
+    def result(self) -> Estimate:
+        """The last estimate (views into :attr:`data`)."""
+        return self.data.result
+
+    @property
+    def pivot_fallbacks(self) -> int:
+        return self.data.pivot_fallbacks
 
     def kernel(self) -> tuple | None:
-        return None if self._structured is None else (self._structured.ip, self._state)
+        return None if self._structured is None else (self._structured.ip, self.data.state)
 
     # ------------------------------------------------------------------ plan
     def _init_kinematics(self):
@@ -148,12 +203,12 @@ class Estimator(EstimatorInterface):
         else:
             self._imu_body, self._imu_E, self._imu_r = -1, np.eye(3), np.zeros(3)
         self._tree = KinematicTree(m, self._jofb, self._jofb, imu=(self._imu_body, self._imu_E, self._imu_r))
-        self._kin = self._tree.packed()
-        self._E, self._v = np.zeros((m.NB, 3, 3)), np.zeros((m.NB, 6))
+        self._kin = self._tree.packed()          # (ip, fp, w): w is the template of EstimatorData.kin_w
 
     def _kinematics_arguments(self) -> tuple:
         """The packed tree and the buffers of :func:`.kinematics.sources` (its arguments before ``q``)."""
-        return (*self._kin, self._E.reshape(-1), self._v.reshape(-1))
+        d = self.data
+        return (self._kin[0], self._kin[1], d.kin_w, d.E.reshape(-1), d.V.reshape(-1))
 
     def _sources(self, q, dq, w_imu, layout=None):
         """``(src, rsrc)`` for a state (plan-time use; the tick fills the same in compiled code), in
@@ -247,44 +302,18 @@ class Estimator(EstimatorInterface):
             largest_block=int(sizes.max()), flops=lu.flops, rnea_ops=rnea_ops, aba_ops=aba_ops)
 
     def _allocate(self):
-        lay = self._layout
-        self._src, self._rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
-        self._src[0] = self._rsrc[0] = 1.0
-        self._Ax = np.zeros(len(self._Ai))
-        self._Lx, self._Ux = np.zeros(len(self._Li)), np.zeros(len(self._Ui))
-        self._w = np.zeros(self._N)
-        self._state_buffers()
-        self._measurements = Measurements(self.config)
-        self._y = self._measurements.y
         imu = self.config.imu
-        self._imu_y = lay.y_offsets[imu.name] if imu is not None else -1   # the IMU's slice of y
+        self._imu_y = self._layout.y_offsets[imu.name] if imu is not None else -1   # the IMU's slice of y
         self._n_imu = imu.size if imu is not None else 0
-        self.pivot_fallbacks = 0
+        self.data = EstimatorData(self)
 
     def state_offsets(self) -> dict:
-        """Offsets in :attr:`_state` of ``x`` (SX), the IMU sample (SIMU), ``out`` (SOUT),
-        ``info`` (SINFO, 4 values) and what follows (STAIL); ``E`` and ``V`` come first (``9·NB``
-        and ``6·NB`` values)."""
+        """Offsets in the state buffer (:attr:`EstimatorData.state`) of ``x`` (SX), the IMU sample
+        (SIMU), ``out`` (SOUT), ``info`` (SINFO, 4 values) and what follows (STAIL); ``E`` and
+        ``V`` come first (``9·NB`` and ``6·NB`` values)."""
         sx = 15 * self.model.NB
         sinfo = sx + self._N + 13 + self._n_out
         return dict(SX=sx, SIMU=sx + self._N, SOUT=sx + self._N + 13, SINFO=sinfo, STAIL=sinfo + 4)
-
-    def _state_buffers(self, tail: np.ndarray | None = None) -> np.ndarray:
-        """``_E`` (NB, 3, 3), ``_v`` (NB, 6), ``_x`` (N), ``_imu_buf`` (13), ``_out``, ``_info`` (4):
-        views of one buffer ``_state``, which the structured kernel takes as one argument, followed
-        by a copy of ``tail`` (the kernel's constants and work space: each array argument of a
-        compiled call costs an allocation and two atomic reference counts); :attr:`result` views
-        it. Returns the view of the tail."""
-        NB, o = self.model.NB, self.state_offsets()
-        self._state = S = np.zeros(o["STAIL"] + (0 if tail is None else tail.size))
-        S[:9 * NB], S[9 * NB:15 * NB] = self._E.ravel(), self._v.ravel()
-        self._E, self._v = S[:9 * NB].reshape(NB, 3, 3), S[9 * NB:15 * NB].reshape(NB, 6)
-        self._x, self._imu_buf = S[o["SX"]:o["SIMU"]], S[o["SIMU"]:o["SOUT"]]
-        self._out, self._info = S[o["SOUT"]:o["SINFO"]], S[o["SINFO"]:o["STAIL"]]
-        if tail is not None:
-            S[o["STAIL"]:] = tail
-        self.result = Estimate(self, self._out, self._x)
-        return S[o["STAIL"]:]
 
     @property
     def _plan_src(self):
@@ -317,31 +346,32 @@ class Estimator(EstimatorInterface):
         """
         if contacts is not None:
             self._check_all_active(contacts)
+        d = self.data
         if y is None:
-            y = self.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind)
+            y = d.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind)
         structured = self._structured
         if structured is not None:              # arrays straight to the kernel, other forms converted first
             status = structured.estimate(q, dq, ddq, y)
             if status != 0:
                 self._raise_input_error(status)
-            return self.result
+            return d.result
         self._generic(q, dq, ddq, y)
-        return self.result
+        return d.result
 
     def _generic(self, q, dq, ddq, y) -> np.ndarray:
         """The generic tick (the whole system by static sparse LU): the outputs, or the error."""
-        self._pack(q, dq, ddq, y)
-        lay = self._layout
+        q, dq, ddq, y = self._pack(q, dq, ddq, y)
+        lay, d = self._layout, self.data
         status = _tick(
-            *self._kinematics_arguments(), self._src, self._rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv,
-            lay.r_qdd, lay.r_y, self._imu_y, self._n_imu, self._q, self._dq, self._ddq, self._yin, self._imu_buf,
-            *self._GK, self._Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, self._Lx, self._Up, self._Ui,
-            self._Ux, self._w, self._x, *self._GO, self._out, self._info)
+            *self._kinematics_arguments(), d.src, d.rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv,
+            lay.r_qdd, lay.r_y, self._imu_y, self._n_imu, q, dq, ddq, y, d.imu,
+            *self._GK, d.Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, d.Lx, self._Up, self._Ui,
+            d.Ux, d.lu_w, d.x, *self._GO, d.out, d.info)
         if status == 2:
             status = self._robust_solve()
         if status != 0:
             self._raise_input_error(status)
-        return self._out
+        return d.out
 
     def _check_all_active(self, contacts) -> None:
         names = self.contact_names
@@ -356,32 +386,34 @@ class Estimator(EstimatorInterface):
         permuted system once with SuperLU's partial pivoting (allocates; counted in
         ``pivot_fallbacks``)."""
         from scipy.sparse.linalg import splu
-        self.pivot_fallbacks += 1
-        A = sp.csr_matrix((self._Ax, self._Ai, self._Ap), shape=(self._N, self._N)).tocsc()
-        gather(*self._GR, self._rsrc, self._x)
+        d = self.data
+        d.pivot_fallbacks += 1
+        A = sp.csr_matrix((d.Ax, self._Ai, self._Ap), shape=(self._N, self._N)).tocsc()
+        gather(*self._GR, d.rsrc, d.x)
         try:
-            self._x[:] = splu(A).solve(self._x)
+            d.x[:] = splu(A).solve(d.x)
         except RuntimeError:
             return 2
-        gather(*self._GO, self._x, self._out)
-        return 0 if np.all(np.isfinite(self._out)) else 2
+        gather(*self._GO, d.x, d.out)
+        return 0 if np.all(np.isfinite(d.out)) else 2
 
-    def _pack(self, q, dq, ddq, y) -> None:
+    def _pack(self, q, dq, ddq, y) -> tuple:
         """The inputs as float64 vectors of the right sizes (``ValueError`` naming the input)."""
         nj = self.model.n_joints
-        self._q, self._dq, self._ddq = (vector(x, nj, name) for x, name in ((q, "q"), (dq, "dq"), (ddq, "ddq")))
-        self._yin = vector(y, self._layout.n_y, "y")
+        return (*(vector(x, nj, name) for x, name in ((q, "q"), (dq, "dq"), (ddq, "ddq"))),
+                vector(y, self._layout.n_y, "y"))
 
     def _raise_input_error(self, status):
-        which, index = int(self._info[0]), int(self._info[1])
+        info = self.data.info
+        which, index = int(info[0]), int(info[1])
         if status == 1:
             if which <= 3:
                 label, entry = ("q", "dq", "ddq")[which - 1], self.joint_names[index]
                 raise ValueError(f"{label}[{index}] ({entry}) is not finite; the sample was rejected")
-            raise ValueError(f"{self.measurements.describe(index)} is not finite; the sample was rejected")
+            raise ValueError(f"{self.data.measurements.describe(index)} is not finite; the sample was rejected")
         if status == 3:
             raise ValueError(f"y: expected {self._layout.n_y} values (the measurement vector), got another size")
-        raise FloatingPointError(f"the estimate is not finite (pivot ratio {self._info[2]:.3g}): the state is "
+        raise FloatingPointError(f"the estimate is not finite (pivot ratio {info[2]:.3g}): the state is "
                                  f"singular for this sensor set")
 
     # ------------------------------------------------------------------ floating base
@@ -399,7 +431,8 @@ class Estimator(EstimatorInterface):
     def _E_F_to_base(self):
         """Rotation from base coordinates to IMU-frame coordinates, ``E_F ᵇR_0``, with the pose
         ``ᵇR_0`` of the IMU's body from the last tick's forward kinematics (either tick's)."""
-        ip, w = (self._structured.ip, self._structured.w) if self._structured is not None else self._kin[0::2]
+        ip, w = ((self._structured.ip, self._structured.w) if self._structured is not None
+                 else (self._kin[0], self.data.kin_w))
         o = ip[K_WRP] + 9 * self._imu_body
         return self._imu_E @ w[o:o + 9].reshape(3, 3)
 
@@ -412,7 +445,7 @@ class Estimator(EstimatorInterface):
         R_w0 = quat_to_R(result._imu[0:4]) @ self._E_F_to_base()
         qb = np.zeros(7)
         qb[3:7] = _R_to_quat(R_w0)
-        vb = np.concatenate([np.zeros(3), self._v[0, :3]])
+        vb = np.concatenate([np.zeros(3), self.data.V[0, :3]])
         return qb, vb, self._base_acceleration(result)
 
 
