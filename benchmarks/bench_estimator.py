@@ -93,6 +93,9 @@ def input_forms(est, inputs, t_pin: float, calls: int) -> None:
     to the compiled kernel, every other form is converted into the estimator's buffers first."""
     q, dq, ddq, imu, ft = inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], np.asarray(inputs["ft"])
     names = est.ft_names
+    y = est.measurements.fill(imu=imu, ft=ft).copy()
+    t_y = median_us(lambda: est.estimate(q, dq, ddq, y=y), calls)
+    d_y = np.max(np.abs(est.estimate(q, dq, ddq, y=y).tau - est.estimate(q, dq, ddq, imu=imu, ft=ft).tau))
     forms = {
         "float64 arrays": (q, dq, ddq, imu, ft),
         "ft as {sensor: wrench}": (q, dq, ddq, imu, {n: ft[k] for k, n in enumerate(names)}),
@@ -106,16 +109,18 @@ def input_forms(est, inputs, t_pin: float, calls: int) -> None:
     }
     ref = est.estimate(*forms["float64 arrays"][:3], imu=imu, ft=ft).tau.copy()
     print(f"{'input form (iCub)':28s} {'median µs':>10s} {'/ rnea':>8s}  max |Δτ| vs arrays")
+    print(f"{'measurement vector y':28s} {t_y:10.2f} {t_y / t_pin:8.2f}  {d_y:.1e}")
     for label, (a, b, c, i, f) in forms.items():
         t = median_us(lambda: est.estimate(a, b, c, imu=i, ft=f), calls)
         d = np.max(np.abs(est.estimate(a, b, c, imu=i, ft=f).tau - ref))
-        print(f"{label:28s} {t:10.2f} {t / t_pin:8.2f}  {d:.1e}")
+        print(f"{label:28s} {t:10.2f} {t / t_pin:8.2f}  {d:.1e}  (y + {t - t_y:.2f})")
 
 
 def shipped_robots(calls: int) -> None:
     """``estimate()`` of each shipped real-robot configuration against pinocchio's rnea of that robot."""
     from rbd_estimator import robots
-    print(f"{'shipped robot':28s} {'rnea µs':>10s} {'estimate µs':>12s} {'ratio':>7s}  tick path")
+    print(f"{'shipped robot':28s} {'rnea µs':>10s} {'estimate µs':>12s} {'ratio':>7s}  tick path   "
+          f"(y form: µs, ratio; the per-kind arrays above)")
     for name in robots.SHIPPED:
         with open(robots.urdf_file(name), encoding="utf-8") as fh:
             xml = fh.read()
@@ -126,7 +131,12 @@ def shipped_robots(calls: int) -> None:
         pd = pm.createData()
         pq, pv = pin.neutral(pm), np.zeros(pm.nv)
         t_pin, t_est = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pv), lambda: est.estimate(**inputs), calls)
-        print(f"{name:28s} {t_pin:10.2f} {t_est:12.2f} {t_est / t_pin:7.2f}  {est.report.solver}")
+        q, dq, ddq = inputs["q"], inputs["dq"], inputs["ddq"]
+        y = est.measurements.fill(**{k: v for k, v in inputs.items() if k not in ("q", "dq", "ddq")}).copy()
+        t_pin2, t_y = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pv), lambda: est.estimate(q, dq, ddq, y=y),
+                                       calls)
+        print(f"{name:28s} {t_pin:10.2f} {t_est:12.2f} {t_est / t_pin:7.2f}  {est.report.solver:10s}  "
+              f"{t_y:.2f} {t_y / t_pin2:.2f}")
 
 
 if __name__ == "__main__":
