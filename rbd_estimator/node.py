@@ -66,6 +66,7 @@ from .ros.plans import PlanSet, PlanWorker
 from .ros.stats import RollingStats
 from .ros.tick import TickCore
 from .ros.contact_state import ContactState
+from .sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 
@@ -453,14 +454,14 @@ class EstimatorNode(LifecycleNodeMixin, Node):
 
     def _sync_sensor_subscriptions(self) -> None:
         wanted = {("sensor", name, slot.kind, slot.topic): slot for name, slot in self._inputs.slots.items()
-                  if slot.kind in ("imu", "ft", "load_cell")}
+                  if slot.kind in (IMU_MESSAGE, WRENCH_MESSAGE, ARRAY_MESSAGE)}
         for key in [k for k in self._subs if k[0] == "sensor" and k not in wanted]:
             self._io.destroy_subscription(self._subs.pop(key))
         for key, slot in wanted.items():
             if key in self._subs:
                 continue
             _, name, kind, topic = key
-            msg_type = {"imu": Imu, "ft": WrenchStamped}.get(kind, Float64MultiArray)
+            msg_type = {IMU_MESSAGE: Imu, WRENCH_MESSAGE: WrenchStamped, ARRAY_MESSAGE: Float64MultiArray}[kind]
             self._subs[key] = self._io.create_subscription(msg_type, topic, partial(self._on_sensor, name), INPUT_QOS,
                                                            raw=True)
         self._io_spinner.wake()

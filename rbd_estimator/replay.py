@@ -45,6 +45,7 @@ from .ros.params import NODE_KEYS, NodeSettings
 from .ros.plans import PlanSet
 from .ros.tick import TickCore
 from .ros.contact_state import ContactState
+from .sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
 
 
 class ReplayError(RuntimeError):
@@ -137,7 +138,7 @@ class Replayer:
         self.contacts = ContactState(est, s.contact_command_timeout)
         if any(c.mode == "commanded" for c in config.contacts):
             self.handlers[r(s.contact_command_topic)] = (cdr.JOINT_STATE, self._on_contact_command)
-        types = {"imu": cdr.IMU, "ft": cdr.WRENCH_STAMPED, "load_cell": cdr.FLOAT64_MULTI_ARRAY}
+        types = {IMU_MESSAGE: cdr.IMU, WRENCH_MESSAGE: cdr.WRENCH_STAMPED, ARRAY_MESSAGE: cdr.FLOAT64_MULTI_ARRAY}
         self._sensor_slots = {}                         # topic → input slot (read by the compiled loop)
         for name, slot in self.inputs.slots.items():
             if slot.kind in types:

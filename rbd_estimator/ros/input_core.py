@@ -40,7 +40,7 @@ NONE = np.iinfo(np.int64).min          # "no sample yet" (stamps, receipt times)
 CDR_ERROR, NEED_LAYOUT = -2, -3
 
 # slot kinds
-JOINT_STATES, IMU, FT, LOAD_CELLS, JOINT_TORQUE = range(5)
+JOINT_STATES, IMU, WRENCH, FLOAT64_ARRAY, JOINT_EFFORT = range(5)
 
 # ---- the record of a slot in I (SLOT_W integers from I[H_SLOTS] + SLOT_W * slot)
 S_STAMP, S_RECEIPT, S_RECEIVED, S_READY, S_TIMEOUT, S_KIND, S_VALUE, S_SIZE, S_RAW, S_OFFSET, S_REJ = range(11)
@@ -354,9 +354,9 @@ def ingest(I, F, b, s, now):
         return joint_state(I, F, b, now)
     if kind == IMU:
         return imu(I, F, b, s, now)
-    if kind == FT:
+    if kind == WRENCH:
         return wrench(I, F, b, s, now)
-    if kind == LOAD_CELLS:
+    if kind == FLOAT64_ARRAY:
         return load_cells(I, F, b, s, now)
     return CDR_ERROR
 

@@ -25,6 +25,7 @@ from . import cdr
 from . import input_core as core
 from .filters import time_constant
 from .input_core import NONE, REASONS
+from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, JOINT_EFFORT, WRENCH_MESSAGE
 
 __all__ = ["SensorInputs", "Slot", "REASONS", "stamp_ns"]
 
@@ -161,11 +162,11 @@ class _Alloc:
         return k
 
 
-#: slot kind of each sensor decoder (:mod:`rbd_estimator.sensors.base`), and the order of their blocks in F
-_SLOT_OF_DECODER = {"imu": "imu", "wrench": "ft", "float64_array": "load_cell", "joint_effort": "joint_torque"}
-_BLOCK_ORDER = {"joint_states": 0, "imu": 1, "ft": 2, "load_cell": 3, "joint_torque": 4}
-_KINDS = {"joint_states": core.JOINT_STATES, "imu": core.IMU, "ft": core.FT, "load_cell": core.LOAD_CELLS,
-          "joint_torque": core.JOINT_TORQUE}
+#: a slot's kind is its sensor's decoder (:mod:`rbd_estimator.sensors.base`): its compiled code and the
+#: order of its block in F
+_KINDS = {"joint_states": core.JOINT_STATES, IMU_MESSAGE: core.IMU, WRENCH_MESSAGE: core.WRENCH,
+          ARRAY_MESSAGE: core.FLOAT64_ARRAY, JOINT_EFFORT: core.JOINT_EFFORT}
+_BLOCK_ORDER = {kind: k for k, kind in enumerate(_KINDS)}
 #: most sensors a configuration can have (one bit each in the compiled freshness mask)
 MAX_SENSORS = 62
 
@@ -202,12 +203,12 @@ class SensorInputs:
         entries = [("joint_states", "joint_states", settings.joint_states_topic, settings.joint_states_timeout,
                     len(self.joint_names))]
         for sensor in config.sensors:             # each kind's decoder reads its slice of y
-            slot = _SLOT_OF_DECODER[sensor.DECODER]
-            if slot == "joint_torque":
+            slot = sensor.DECODER
+            if slot == JOINT_EFFORT:
                 entries.append((sensor.name, slot, settings.joint_torque_source(), settings.joint_torque_timeout, 1))
             else:
                 entries.append((sensor.name, slot, sensor.topic or default_topic(sensor.GROUP, sensor.name),
-                                sensor.timeout, 0 if slot == "imu" else sensor.size))
+                                sensor.timeout, 0 if slot == IMU_MESSAGE else sensor.size))
         entries.sort(key=lambda e: _BLOCK_ORDER[e[1]])   # stable: kinds keep their registry order in a block
         if len(entries) - 1 > MAX_SENSORS:
             raise ConfigError(f"{len(entries) - 1} sensors configured: at most {MAX_SENSORS} are supported")
@@ -219,14 +220,14 @@ class SensorInputs:
 
     def _build(self, entries, config, settings) -> None:
         nj = len(self.joint_names)
-        n_ft = sum(1 for e in entries if e[1] == "ft")               # every wrench-message sensor
-        n_cells = sum(e[4] for e in entries if e[1] == "load_cell")  # every float64-array sensor
+        n_ft = sum(1 for e in entries if e[1] == WRENCH_MESSAGE)         # every wrench-message sensor
+        n_cells = sum(e[4] for e in entries if e[1] == ARRAY_MESSAGE)    # every float64-array sensor
         fa = _Alloc()
         par, q, dq, acc, acc_prev = fa(2), fa(nj), fa(nj), fa(nj), fa(nj)
         gyro, gyro_prev, imu = fa(3), fa(3), fa(10)
         ft, ft_raw, ft_off = fa(6 * n_ft), fa(6 * n_ft), fa(6 * n_ft)
         cells, jt = fa(n_cells), fa(len(config.joint_torque_sensors))
-        scr = fa(max(2 * nj, 10, 6, max((e[4] for e in entries if e[1] == "load_cell"), default=0)))
+        scr = fa(max(2 * nj, 10, 6, max((e[4] for e in entries if e[1] == ARRAY_MESSAGE), default=0)))
         F = np.zeros(fa.size)
         F[par], F[par + 1] = time_constant(settings.acceleration_cutoff_hz), float(settings.max_sample_gap)
         F[imu + 3] = 1.0                              # identity orientation until the first sample
@@ -241,24 +242,24 @@ class SensorInputs:
             gyro_prev, imu, scr, par)
         I[core.H_ALPHA] = int(config.imu is not None and config.imu.use_angular_acceleration)
         self.I, self.F = I, F
-        rows = {"ft": ft, "load_cell": cells, "joint_torque": jt}
+        rows = {WRENCH_MESSAGE: ft, ARRAY_MESSAGE: cells, JOINT_EFFORT: jt}
         offsets = dict(getattr(settings, "ft_offsets", ()))
         self.slots, self._index = {}, {}
         for s, (name, kind, topic, timeout, size) in enumerate(entries):
             r = slots0 + core.SLOT_W * s
-            value = {"joint_states": q, "imu": imu}.get(kind)
+            value = {"joint_states": q, IMU_MESSAGE: imu}.get(kind)
             if value is None:
                 value = rows[kind]
                 rows[kind] += size
             I[r + core.S_STAMP] = I[r + core.S_RECEIPT] = NONE
             I[r + core.S_TIMEOUT] = int(timeout * 1e9)
             I[r + core.S_KIND], I[r + core.S_VALUE], I[r + core.S_SIZE] = _KINDS[kind], value, size
-            if kind == "ft":
+            if kind == WRENCH_MESSAGE:
                 k = (value - ft) // 6
                 I[r + core.S_RAW], I[r + core.S_OFFSET] = ft_raw + 6 * k, ft_off + 6 * k
                 if name in offsets:
                     F[ft_off + 6 * k: ft_off + 6 * k + 6] = offsets[name]
-            slot = Slot(self, s, name, kind, topic, F[value:value + max(size, 1)] if kind != "imu" else F[imu:imu + 10])
+            slot = Slot(self, s, name, kind, topic, F[value:value + max(size, 1)] if kind != IMU_MESSAGE else F[imu:imu + 10])
             self._index[name] = s
             if s == 0:
                 self.joint_states = slot
@@ -313,7 +314,7 @@ class SensorInputs:
             size = I[r + core.S_SIZE]
             F[I[r + core.S_VALUE]:I[r + core.S_VALUE] + size] = old_F[old_I[ro + core.S_VALUE]:
                                                                       old_I[ro + core.S_VALUE] + size]
-            if I[r + core.S_KIND] == core.FT:
+            if I[r + core.S_KIND] == core.WRENCH:
                 raw, oraw = I[r + core.S_RAW], old_I[ro + core.S_RAW]
                 F[raw:raw + 6] = old_F[oraw:oraw + 6]
                 F[I[r + core.S_VALUE]:I[r + core.S_VALUE] + 6] = F[raw:raw + 6] - F[I[r + core.S_OFFSET]:
