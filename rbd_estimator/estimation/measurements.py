@@ -204,6 +204,14 @@ class Measurements:
             raise ValueError(f"{g.keyword}: the configuration declares {', '.join(s.name for s in g.members)} "
                              f"but none were given")
         if isinstance(value, dict):
+            if g.matrix is not None and all(s.name in value for s in g.members):
+                try:                                  # every reading converted at once
+                    arr = np.array([value[s.name] for s in g.members], dtype=np.float64)
+                except (TypeError, ValueError):       # a reading that does not convert: named below
+                    arr = None
+                if arr is not None and arr.shape == g.matrix.shape:
+                    g.matrix[:] = arr
+                    return
             for s, v in zip(g.members, g.views):
                 self._named(g, value, s, v)
             return
