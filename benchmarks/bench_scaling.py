@@ -4,7 +4,7 @@ bodies (serial chains, balanced trees), and Nori-style operation counts (Figs. 1
 Run: .venv/bin/python benchmarks/bench_scaling.py [--max-bodies 500] [--out docs/] [--plan-only]
 Prints the plan table (shipped robots with their parameter files, the 16 contact subsets of the
 quadruped, generated trees), then the scaling table, and saves docs/scaling.png and
-docs/nori_fig1_fig2.png (not with --plan-only). A plan is ``Estimator(model, config)`` with the
+docs/nori_fig1_fig2.png (not with --plan-only). A plan is ``make_estimator(model, config)`` with the
 model built once (what a contact switch or a sensor fallback pays); the median of ``--reps`` plans.
 Each generated estimator: floating base, IMU on the root, two feet with force-torque sensors in
 full-wrench contact (the load-cell figure uses slippery feet with four cells each, Nori §VI).
@@ -27,7 +27,7 @@ from trees import balanced_binary_tree, random_tree, serial_chain, tree_urdf  # 
 from rbd_estimator import IllPosedError, RobotModel, robots  # noqa: E402
 from rbd_estimator.estimation.loops import model_for  # noqa: E402
 from rbd_estimator.model.cost import cost  # noqa: E402
-from rbd_estimator.estimation import Estimator, ImuSample, SensorConfig, estimator_for  # noqa: E402
+from rbd_estimator.estimation import ImuSample, SensorConfig, estimator_for, make_estimator  # noqa: E402
 from rbd_estimator.estimation.forward import SparseForwardDynamics  # noqa: E402
 
 
@@ -66,13 +66,13 @@ def median_estimate_us(est, n=300):
 
 
 def plan_seconds(model, cfg, reps: int) -> tuple[float, object]:
-    """Median wall time (s) of ``Estimator(model, cfg)`` over ``reps`` plans, and the last
+    """Median wall time (s) of ``make_estimator(model, cfg)`` over ``reps`` plans, and the last
     estimator (or the :class:`IllPosedError` the plan raised: it is planned too)."""
     ts, est = [], None
     for _ in range(reps):
         t = time.perf_counter()
         try:
-            est = Estimator(model, cfg)
+            est = make_estimator(model, cfg)
         except IllPosedError as exc:
             est = exc
         ts.append(time.perf_counter() - t)
@@ -82,7 +82,7 @@ def plan_seconds(model, cfg, reps: int) -> tuple[float, object]:
 def plan_table(max_bodies: int, reps: int):
     """Print the plan time of the shipped robots, of every contact subset of the quadruped and of
     generated trees up to ``max_bodies`` bodies."""
-    print(f"plan = Estimator(model, config), median of {reps}")
+    print(f"plan = make_estimator(model, config), median of {reps}")
     print(f"{'configuration':36s} {'bodies':>6s} {'unknowns':>8s} {'plan (s)':>9s}  tick")
     for name, label in (("icub", "iCub"), ("talos", "Talos"), ("g1", "G1"), ("go2", "Go2")):
         with open(robots.urdf_file(name), encoding="utf-8") as fh:
@@ -96,8 +96,8 @@ def plan_table(max_bodies: int, reps: int):
             walking = replace(cfg, contacts=tuple(replace(c, mode="commanded") for c in cfg.contacts))
             t, est = plan_seconds(model, walking, reps)
             ill = [k for k, why in est.coverage().items() if why is not None]
-            print(f"{'Go2, all ' + str(len(est.plans)) + ' contact subsets':36s} {model.NB:6d} {'':8s} "
-                  f"{t:9.3f}  total ({t / len(est.plans):.3f} s per plan; ill-posed: {', '.join(ill) or 'none'})",
+            print(f"{'Go2, all ' + str(len(est.subsets)) + ' contact subsets':36s} {model.NB:6d} {'':8s} "
+                  f"{t:9.3f}  total ({t / len(est.subsets):.3f} s per plan; ill-posed: {', '.join(ill) or 'none'})",
                   flush=True)
     rng, seen = np.random.default_rng(11), set()
     for n in (50, 100, 200, 300, 500):
