@@ -205,7 +205,8 @@ def test_kernels_allocate_nothing():
         from loop_mechanisms import four_bar_knee
         from loops_oracle import LoopPair
         from nrt_stats import extra_allocations
-        from rbd_estimator.dynamics.ce_compiled import ClusterDynamics, ce_aba_kernel, ce_rnea_kernel
+        from rbd_estimator.dynamics.ce_compiled import ce_aba_kernel, ce_rnea_kernel
+        from rbd_estimator.dynamics.ce_data import ClusterDynamics
         from rbd_estimator.estimation import SensorConfig
         from rbd_estimator.estimation.loops import LoopEstimator, _loop_state
         from rbd_estimator.model.loops import LoopConfig

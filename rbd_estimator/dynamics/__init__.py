@@ -10,7 +10,7 @@ equations line by line, are in :mod:`.reference` (one algorithm per module: :mod
 """
 from . import data as _data, reference  # noqa: F401 (reference first: it binds the submodules rnea, aba, …)
 from .ce_rnea import ce_crba
-from .ce_compiled import ClusterDynamics, ce_aba, ce_rnea   # compiled (after the readable modules, whose
+from .ce_data import ClusterDynamics, ce_aba, ce_rnea   # compiled (after the readable modules, whose
                                                             # names these functions shadow in the package)
 from .data import DynamicsData, dynamics_data
 from .ltl_jit import ltdl, ltdl_inplace, ltl, ltl_inplace, mul_L, mul_Lt, solve_L, solve_Lt

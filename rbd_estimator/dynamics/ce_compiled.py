@@ -3,9 +3,9 @@
 The same passes as the readable :mod:`.ce_aba` and :mod:`.ce_rnea`, line for line, as numba kernels
 over a :class:`~rbd_estimator.model.cluster_kernels.PackedClusterTree`: no Python loop over
 clusters or bodies, and no allocation per call (every intermediate lives in the packed work array).
-:class:`ClusterDynamics` binds a cluster tree to its work buffers, as pinocchio's ``Data`` does;
-:func:`ce_aba` and :func:`ce_rnea` keep the reference functions' signatures and use one
-:class:`ClusterDynamics` per tree. A tree with an :class:`~rbd_estimator.model.loops.ExplicitLoop`
+:class:`~.ce_data.ClusterDynamics` binds a cluster tree to its work buffers, as pinocchio's ``Data``
+does; :func:`~.ce_data.ce_aba` and :func:`~.ce_data.ce_rnea` keep the reference functions'
+signatures and use one per tree. A tree with an :class:`~rbd_estimator.model.loops.ExplicitLoop`
 (Python callables for ``G``, ``g``, ``γ``) has no compiled form: the functions fall back to the
 reference algorithms for it.
 
@@ -25,14 +25,10 @@ from ..model.cluster_kernels import (
     CLOSURE_FAILED, NOT_FINITE, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
     H_CW, H_CYV, H_IN, H_NC, H_NQ, H_NV, H_NVY, H_PM, H_QREF, H_SC, H_VI, H_ND, H_WDQ, H_WQ, H_WT,
     H_WXOUT, H_WXUP, H_YQ, H_YV, NW, SINGULAR, T_MAT, W_DINV, W_G, W_IA, W_S, W_SJ, W_Sdy, W_U, W_a, W_g, W_p,
-    W_u, W_v, PackedClusterTree, cluster_constraint, cluster_position, crm_apply, joint_transform, mtv6, mul66,
-    mv6, packable)
-from ..model.clusters import ClusterTree
-from ..model.loop_closure import LoopClosureError
-from .kinematics import external_forces
+    W_u, W_v, cluster_constraint, cluster_position, crm_apply, joint_transform, mtv6, mul66, mv6)
 from .spatial_jit import add_force_cross
 
-__all__ = ["ClusterDynamics", "ce_aba", "ce_rnea", "dynamics_of"]
+__all__ = ["ce_aba_kernel", "ce_rnea_kernel", "M_INDEPENDENT", "M_EFFORT_SPANNING", "M_OUTPUT_SPANNING"]
 
 #: mode bits of the kernels: independent state ``(y, ẏ)``, spanning efforts ``τ_tree``, spanning output
 M_INDEPENDENT, M_EFFORT_SPANNING, M_OUTPUT_SPANNING = 1, 2, 4
@@ -463,144 +459,3 @@ def _spanning_effort(ip, w, k, tau, tau_tree, T):
         for j in range(ny):
             s += w[G + ny * r + j] * w[x + j]
         tau_tree[ip[v0 + r]] = s
-
-
-# ---------------------------------------------------------------------------- model-bound API
-class ClusterDynamics:
-    """CE-ABA and CE-RNEA of one cluster tree, compiled, with their work buffers (pinocchio's
-    ``Model``/``Data`` split: the packed tree is constant, the buffers are overwritten per call).
-
-    ``aba``/``rnea`` take the arguments of :func:`ce_aba` / :func:`ce_rnea` (``f_ext`` also as a
-    per-body ``NB × 6`` array of body-coordinate spatial forces ``[n; f]``) and return views of
-    the buffers: copy what you keep. Raises ``ValueError`` naming the loop for a tree with an
-    :class:`~rbd_estimator.model.loops.ExplicitLoop`."""
-
-    def __init__(self, tree: ClusterTree):
-        self.tree = tree
-        self.packed = PackedClusterTree(tree)
-        self.ddq = np.zeros(tree.nv)                                # q̈ (spanning)
-        self.ddy = np.zeros(tree.nvy)                               # ÿ
-        self.tau = np.zeros(tree.nvy)                               # τ
-        self.tau_tree = np.zeros(tree.nv)                           # τ_tree
-        self._fx = np.zeros(tree.model.NB * 6)
-        self._zero_fx = np.zeros(tree.model.NB * 6)
-
-    def aba(self, q, dq, tau, f_ext=None, *, state: str = "independent", effort: str | None = None,
-            output: str | None = None) -> np.ndarray:
-        """Forward dynamics (Algorithm 1): :func:`rbd_estimator.dynamics.ce_aba.ce_aba`'s arguments;
-        returns ``ÿ`` (``self.ddy``) or ``q̈`` (``self.ddq``) per ``output``."""
-        t = self.tree
-        effort, output = effort or state, output or state
-        mode = _mode(state) | (M_EFFORT_SPANNING if _kind(effort, "effort") == "spanning" else 0) \
-            | (M_OUTPUT_SPANNING if _kind(output, "output") == "spanning" else 0)
-        q, dq = self._state(q, dq, state)
-        tau = _vector(tau, t.nvy if effort == "independent" else t.nv, "tau", effort)
-        fx = self._forces(f_ext)
-        status = ce_aba_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, tau, fx, mode, self.ddq, self.ddy)
-        if status:
-            self._raise(status, self._inputs(state, q, dq, tau, fx))
-        return self.ddq if output == "spanning" else self.ddy
-
-    def rnea(self, q, dq, ddq, f_ext=None, *, state: str = "independent", output: str = "independent") -> np.ndarray:
-        """Inverse dynamics (§V): :func:`rbd_estimator.dynamics.ce_rnea.ce_rnea`'s arguments; returns
-        ``τ`` (``self.tau``) or ``τ_tree`` (``self.tau_tree``) per ``output``."""
-        t = self.tree
-        mode = _mode(state) | (M_OUTPUT_SPANNING if _kind(output, "output") == "spanning" else 0)
-        q, dq = self._state(q, dq, state)
-        ddq = _vector(ddq, t.nvy if state == "independent" else t.nv, "ddq", state)
-        fx = self._forces(f_ext)
-        status = ce_rnea_kernel(self.packed.ip, self.packed.fp, self.packed.w, q, dq, ddq, fx, mode, self.tau,
-                                self.tau_tree)
-        if status:
-            self._raise(status, self._inputs(state, q, dq, ddq, fx, "ddq"))
-        return self.tau_tree if output == "spanning" else self.tau
-
-    # ------------------------------------------------------------------ input conversion (plain code)
-    def _state(self, q, dq, state):
-        t = self.tree
-        if state == "independent":
-            return _vector(q, t.ny, "y", state), _vector(dq, t.nvy, "dy", state)
-        return _vector(q, t.nq, "q", state), _vector(dq, t.nv, "dq", state)
-
-    @staticmethod
-    def _inputs(state, q, dq, x, fx, x_name="tau") -> dict:
-        names = ("y", "dy") if state == "independent" else ("q", "dq")
-        return {names[0]: q, names[1]: dq, x_name: x, "f_ext": fx}
-
-    def _forces(self, f_ext):
-        if f_ext is None:
-            return self._zero_fx
-        if isinstance(f_ext, np.ndarray) and f_ext.shape == (self.tree.model.NB, 6):
-            self._fx[:] = f_ext.ravel()
-        else:
-            external_forces(self.tree.model, f_ext, out=self._fx.reshape(-1, 6))
-        return self._fx
-
-    def _raise(self, status: int, inputs: dict) -> None:
-        """The error of a kernel's non-zero status: the non-finite input, or the loop (named)."""
-        if status == NOT_FINITE:
-            for name, x in inputs.items():
-                if not np.isfinite(x).all():
-                    raise ValueError(f"{name} has non-finite entries")
-        if status:
-            r = self.tree.loops[status // 4]
-            if status % 4 == CLOSURE_FAILED:
-                raise LoopClosureError(f"loop '{r.name}' cannot be closed at the given independent coordinates")
-            raise LoopClosureError(f"loop '{r.name}' is at a singular configuration (the closure does not "
-                                   f"determine its dependent joints)")
-
-
-_STATES = ("independent", "spanning")
-
-
-def _kind(kind: str, name: str) -> str:
-    if kind not in _STATES:
-        raise ValueError(f"{name} must be one of {_STATES}, got {kind!r}")
-    return kind
-
-
-def _mode(state: str) -> int:
-    return M_INDEPENDENT if _kind(state, "state") == "independent" else 0
-
-
-def _vector(x, n: int, name: str, kind: str) -> np.ndarray:
-    """``x`` as a float64 vector of length ``n`` (errors name the argument; the kernels check that
-    it is finite)."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.shape != (n,):
-        raise ValueError(f"{name} has shape {x.shape}, expected ({n},) for {kind} coordinates")
-    return x
-
-
-def dynamics_of(tree: ClusterTree) -> ClusterDynamics | None:
-    """The :class:`ClusterDynamics` of ``tree`` (made at the first call and kept on the tree), or
-    ``None`` when the tree has no compiled form (an :class:`ExplicitLoop`)."""
-    d = tree.__dict__.get("_compiled_dynamics")
-    if d is None and packable(tree) is None:
-        d = ClusterDynamics(tree)
-        object.__setattr__(tree, "_compiled_dynamics", d)         # (the tree is frozen: a cache, not state)
-    return d
-
-
-def ce_aba(tree: ClusterTree, q, dq, tau, f_ext=None, *, state: str = "independent", effort: str | None = None,
-           output: str | None = None) -> np.ndarray:
-    """Forward dynamics of a robot with loops (Algorithm 1), compiled: the signature, conventions
-    and result of :func:`rbd_estimator.dynamics.ce_aba.ce_aba` (a new array; for no allocation
-    use :class:`ClusterDynamics` directly)."""
-    d = dynamics_of(tree)
-    if d is None:
-        from .ce_aba import ce_aba as reference
-        return reference(tree, q, dq, tau, f_ext, state=state, effort=effort, output=output)
-    return d.aba(q, dq, tau, f_ext, state=state, effort=effort, output=output).copy()
-
-
-def ce_rnea(tree: ClusterTree, q, dq, ddq, f_ext=None, *, state: str = "independent",
-            output: str = "independent") -> np.ndarray:
-    """Inverse dynamics of a robot with loops (§V), compiled: the signature, conventions and result
-    of :func:`rbd_estimator.dynamics.ce_rnea.ce_rnea` (a new array; for no allocation use
-    :class:`ClusterDynamics` directly)."""
-    d = dynamics_of(tree)
-    if d is None:
-        from .ce_rnea import ce_rnea as reference
-        return reference(tree, q, dq, ddq, f_ext, state=state, output=output)
-    return d.rnea(q, dq, ddq, f_ext, state=state, output=output).copy()
