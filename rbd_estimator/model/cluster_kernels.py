@@ -115,13 +115,11 @@ class PackedClusterTree:
                  CNL=[len(c.loops) for c in cs], CL0=_starts([len(c.loops) for c in cs]),
                  CL=[loop_index[id(r)] for c in cs for r in c.loops],
                  YQ=tree.y_q_idx, YV=tree.y_v_idx)
-        cw, off = [], 0                                             # work of every cluster (W_* items)
+        wk, cw = Packer(np.float64), []                             # work of every cluster (W_* items) first
         for c in cs:
             n6 = 6 * c.nb
-            for size in (n6 * c.nv, c.nv * c.ny, c.nv, n6 * c.ny, n6 * c.ny, c.ny * c.ny, c.ny, 36 * c.nb,
-                         n6, n6, n6, n6):
-                cw.append(off)
-                off += size
+            cw += [wk.reserve(size) for size in (n6 * c.nv, c.nv * c.ny, c.nv, n6 * c.ny, n6 * c.ny, c.ny * c.ny,
+                                                 c.ny, 36 * c.nb, n6, n6, n6, n6)]
         a["CW"] = cw
         a.update(_pack_loops(tree))
         Sc = np.zeros((m.nv, 6))                                    # S_i column of every spanning dof
@@ -134,8 +132,7 @@ class PackedClusterTree:
         nymax = max(c.ny for c in cs)
         work = dict(WXUP=36 * m.NB, WXOUT=36 * m.NB, WQ=m.nq, WDQ=m.nv, WFB=_FB_SCRATCH,
                     WT=T_MAT + 3 * (6 * a["NBMAX"]) ** 2 + 48 * a["NBMAX"] + 4 * nymax * nymax + 4 * nymax + 64)
-        ipk, fpk, wk = Packer(np.int64, header=CLUSTER), Packer(np.float64), Packer(np.float64)
-        wk.reserve(off)                                             # the clusters' W_* items first
+        ipk, fpk = Packer(np.int64, header=CLUSTER), Packer(np.float64)
         header = {}
         for name in CLUSTER.names:
             if name in _SIZES:

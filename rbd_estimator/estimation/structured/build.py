@@ -325,11 +325,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  WV0=NOBS, WK=6 * NH, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NH, WNHH=NH * NH, WBA=6,
                  WBH=NH, WH=NH, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=MSC * (NH + 1) + NH + 1, WU=max(NOBS, 6 * NH))
-    w_off, o = {}, 0
-    for name, size in sizes.items():
-        w_off[name] = o
-        o += size
-    w = np.zeros(o)
+    wk = Packer(np.float64)
+    w_off = {name: wk.reserve(size) for name, size in sizes.items()}
+    w = wk.array()
     w[w_off["WMS"]] = 1.0
     for j in range(NH):                             # h observes itself: a constant identity block of D
         w[w_off["WD"] + (obs_h + j) * NZ + za + j] = 1.0
