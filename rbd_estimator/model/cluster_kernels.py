@@ -28,6 +28,7 @@ from .clusters import ClusterTree
 from .loops import ExplicitLoop
 from .joints import motion_subspace
 from .robot_model import FREE, PRISMATIC, REVOLUTE
+from .spatial_kernels import plux_into
 
 __all__ = ["PackedClusterTree", "packable", "joint_transform", "cluster_position", "cluster_constraint",
            "CLOSED", "CLOSURE_FAILED", "SINGULAR", "NOT_FINITE"]
@@ -287,22 +288,7 @@ def joint_transform(ip, fp, w, q, i, X, xo):
             w[e + 3 * r_ + c_] = (w[ej + 3 * r_] * fp[eo + c_] + w[ej + 3 * r_ + 1] * fp[eo + 3 + c_]
                                   + w[ej + 3 * r_ + 2] * fp[eo + 6 + c_])
         w[r + r_] = fp[ro + r_] + fp[eo + r_] * w[rj] + fp[eo + 3 + r_] * w[rj + 1] + fp[eo + 6 + r_] * w[rj + 2]
-    plux(w, e, w, r, X, xo)
-
-
-@fast_njit
-def plux(E, eo, rv, ro, X, xo):
-    """``X = plux(E, r) = [[E, 0], [−E r×, E]]`` (Featherstone eq. 2.24), row-major 6 × 6."""
-    r0, r1, r2 = rv[ro], rv[ro + 1], rv[ro + 2]
-    for a in range(3):
-        e0, e1, e2 = E[eo + 3 * a], E[eo + 3 * a + 1], E[eo + 3 * a + 2]
-        for b in range(3):
-            X[xo + 6 * a + b] = E[eo + 3 * a + b]
-            X[xo + 6 * a + 3 + b] = 0.0
-            X[xo + 6 * (a + 3) + 3 + b] = E[eo + 3 * a + b]
-        X[xo + 6 * (a + 3)] = -(e1 * r2 - e2 * r1)                 # −(E r×) row a
-        X[xo + 6 * (a + 3) + 1] = -(e2 * r0 - e0 * r2)
-        X[xo + 6 * (a + 3) + 2] = -(e0 * r1 - e1 * r0)
+    plux_into(w, e, w, r, X, xo)
 
 
 # ---------------------------------------------------------------------------- four-bar closure
