@@ -25,17 +25,28 @@ Body coordinates, Featherstone order (motion ``[ω; v]``, force ``[n; f]``); ``a
 """
 from __future__ import annotations
 
+from ..kernels.layout import Layout
 from .ltl_jit import ltdl_kernel, solve_L_kernel, solve_Lt_kernel
 from .spatial_jit import (X_motion, Xinv_motion, add_congruence, add_force_cross, add_XT_force, compose, inline,
                           joint_transform, kernel, matvec6, motion_cross, rotate_block, spd_inverse)
 
 # columns of MI
-PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF, PBLK, RIGID, MI_SIZE = range(12)
-# offsets in a body's MF block
-S_, AXIS, ET, RT, INERTIA, MASS, COM, ICOM, MF_SIZE = 0, 36, 39, 48, 51, 87, 88, 91, 106   # Ī_c: stride 6
+BODY_INTS = Layout("PARENT JTYPE QIDX VIDX DOFS SUB_LO SUB_HI COL0 LEAF PBLK RIGID")
+PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF, PBLK, RIGID = BODY_INTS.slots
+MI_SIZE = BODY_INTS.size
+# offsets in a body's MF block (Ī_c: stride 6)
+BODY_FLOATS = Layout([("S_", 36), ("AXIS", 3), ("ET", 9), ("RT", 3), ("INERTIA", 36), ("MASS", 1), ("COM", 3),
+                      ("ICOM", 15)])
+S_, AXIS, ET, RT, INERTIA, MASS, COM, ICOM = BODY_FLOATS.slots
+MF_SIZE = BODY_FLOATS.size
 # offsets in a body's W block (X_ holds E then r)
-X_, V_, A_, F_, C_, IA_, PA_, U_, DINV, UU, TMP, TMP2, SW_ = 0, 12, 18, 24, 30, 36, 72, 78, 114, 150, 156, 192, 228
-W_SIZE = 264
+BODY_WORK = Layout([("X_", 12), ("V_", 6), ("A_", 6), ("F_", 6), ("C_", 6), ("IA_", 36), ("PA_", 6), ("U_", 36),
+                    ("DINV", 36), ("UU", 6), ("TMP", 36), ("TMP2", 36), ("SW_", 36)])
+X_, V_, A_, F_, C_, IA_, PA_, U_, DINV, UU, TMP, TMP2, SW_ = BODY_WORK.slots
+W_SIZE = BODY_WORK.size
+for _layout in (BODY_INTS, BODY_FLOATS, BODY_WORK):
+    _layout.check(globals())
+del _layout
 O_ = V_                     # ⁱX_0 (12 floats) in the v, a slots, for the world-coordinate passes
 
 

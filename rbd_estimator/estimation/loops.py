@@ -54,6 +54,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..jit import fast_njit
+from ..kernels.layout import Layout, Packer
 from ..model.cluster_kernels import (CLOSURE_FAILED, NOT_FINITE, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
                                      PackedClusterTree, cluster_constraint, cluster_position, packable)
 from ..model.clusters import ClusterTree
@@ -307,8 +308,10 @@ class LoopEstimator(EstimatorInterface):
 
 # ---------------------------------------------------------------------------- compiled tick
 _NOT_FINITE = NOT_FINITE
-# index table of :func:`_loop_state`: header, then the blocks it names
-(_N_NL, _N_Y, _N_J, _N_Q, _N_V, _O_K, _O_R0, _O_C0, _O_ROWS, _O_COLS, _O_QIX, _O_YQ, _O_YV) = range(13)
+# index table of :func:`_loop_state`: header (sizes _N_*, offsets _O_* of the blocks it names), then the blocks
+LOOP_TABLE = Layout("N_NL N_Y N_J N_Q N_V O_K O_R0 O_C0 O_ROWS O_COLS O_QIX O_YQ O_YV")
+(_N_NL, _N_Y, _N_J, _N_Q, _N_V, _O_K, _O_R0, _O_C0, _O_ROWS, _O_COLS, _O_QIX, _O_YQ, _O_YV) = LOOP_TABLE.slots
+LOOP_TABLE.check(globals(), "_")
 
 
 def _index_table(nonlinear, y_q, y_v, n_joints: int, nq: int, nv: int) -> np.ndarray:
@@ -321,13 +324,11 @@ def _index_table(nonlinear, y_q, y_v, n_joints: int, nq: int, nv: int) -> np.nda
     cols = [c for _, _, c, *_ in nonlinear]
     qix = [q for *_, q in nonlinear]
     blocks = [ks, _starts(rows), _starts(cols), _cat(rows), _cat(cols), _cat(qix), y_q, y_v]
-    head = [len(ks), len(y_q), n_joints, nq, nv]
-    offsets, n = [], len(head) + len(blocks)
-    for b in blocks:
-        offsets.append(n)
-        n += len(b)
-    return np.concatenate([np.array(head + offsets, dtype=np.int64)]
-                          + [np.asarray(b, dtype=np.int64) for b in blocks] + [np.zeros(2, np.int64)])
+    table = Packer(np.int64, header=LOOP_TABLE)
+    header = dict(N_NL=len(ks), N_Y=len(y_q), N_J=n_joints, N_Q=nq, N_V=nv)
+    header.update(zip(("O_K", "O_R0", "O_C0", "O_ROWS", "O_COLS", "O_QIX", "O_YQ", "O_YV"), map(table.add, blocks)))
+    table.reserve(2)
+    return table.array(header)
 
 
 def _starts(parts) -> list:

@@ -2,8 +2,9 @@
 
 :class:`PackedClusterTree` flattens a :class:`~.clusters.ClusterTree` once (the pinocchio ``Model``
 counterpart) into an integer blob ``ip``, a float blob ``fp`` and a work array ``w``; header slot
-``ip[H_x]`` holds a size, or the offset of array ``x`` in ``ip``, ``fp`` or ``w``. The kernels here
-are the compiled counterparts of :mod:`.loop_closure` (same equations, same numbers):
+``ip[H_x]`` (the header :data:`CLUSTER`) holds a size, or the offset of array ``x`` in ``ip``, ``fp``
+or ``w``. The kernels here are the compiled counterparts of :mod:`.loop_closure` (same equations,
+same numbers):
 
 * :func:`joint_transform`: ``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Featherstone ch. 4);
 * :func:`cluster_position`: ``q_k = γ_k(y_k)`` (Alg. 1, line 3) — transmissions
@@ -22,10 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import fast_njit
+from ..kernels.layout import Layout, Packer
 from .clusters import ClusterTree
 from .loops import ExplicitLoop
 from .joints import motion_subspace
 from .robot_model import FREE, PRISMATIC, REVOLUTE
+from .spatial_kernels import plux_into
 
 __all__ = ["PackedClusterTree", "packable", "joint_transform", "cluster_position", "cluster_constraint",
            "CLOSED", "CLOSURE_FAILED", "SINGULAR", "NOT_FINITE"]
@@ -35,7 +38,7 @@ __all__ = ["PackedClusterTree", "packable", "joint_transform", "cluster_position
 CLOSED, CLOSURE_FAILED, SINGULAR, NOT_FINITE = 0, 1, 2, 3
 _CONSTANT, _FOUR_BAR = 0, 1                   # loop kinds in the blob
 
-_NAMES = (
+CLUSTER = Layout(
     "NB NC NL NQ NV NY NVY NBMAX WORK "
     # bodies: parent, joint type, q and v index, dofs, parent's position in the cluster (-1: outside)
     "PAR JT QI VI ND PM "
@@ -49,8 +52,7 @@ _NAMES = (
     # floats: joint axes, tree transforms, inertias, motion subspace columns, reference q, a_0, loops
     "AX ET RT IN SC QREF A0 RB "
     # work: Xup, Xout (per body), q, q̇, four-bar scratch, temporaries
-    "WXUP WXOUT WQ WDQ WFB WT"
-).split()
+    "WXUP WXOUT WQ WDQ WFB WT")
 (H_NB, H_NC, H_NL, H_NQ, H_NV, H_NY, H_NVY, H_NBMAX, H_WORK,
  H_PAR, H_JT, H_QI, H_VI, H_ND, H_PM,
  H_CNB, H_CB0, H_CB, H_CPAR, H_CSLOT, H_CNV, H_CV0, H_CV, H_CBV, H_CNY, H_CI0, H_CIND, H_CYV, H_CNL, H_CL0, H_CL,
@@ -58,7 +60,8 @@ _NAMES = (
  H_LT, H_LNJ, H_LJ0, H_LQ, H_LVX, H_LNI, H_LI0, H_LIX, H_LIP, H_LND, H_LD0, H_LDX, H_LDP, H_LR, H_LFB, H_FBP,
  H_YQ, H_YV,
  H_AX, H_ET, H_RT, H_IN, H_SC, H_QREF, H_A0, H_RB,
- H_WXUP, H_WXOUT, H_WQ, H_WDQ, H_WFB, H_WT) = range(len(_NAMES))
+ H_WXUP, H_WXOUT, H_WQ, H_WDQ, H_WFB, H_WT) = CLUSTER.slots
+CLUSTER.check(globals(), "H_")
 _SIZES = ("NB", "NC", "NL", "NQ", "NV", "NY", "NVY", "NBMAX")
 _FLOATS = ("AX", "ET", "RT", "IN", "SC", "QREF", "A0", "RB")
 _WORK = ("WXUP", "WXOUT", "WQ", "WDQ", "WFB", "WT")
@@ -67,8 +70,10 @@ _WORK = ("WXUP", "WXOUT", "WQ", "WDQ", "WFB", "WT")
 #: G_k (n_f × n_y), g_k (n_f), S_k (6n_b × n_y), U_k (6n_b × n_y), D_k⁻¹ (n_y²), u_k (n_y), the diagonal
 #: blocks of I_kᴬ (block diagonal, §IV-B: 36 n_b),
 #: and the stacked vectors v_k, Ṡ_k ẏ_k, p_k (bias force pᴬ_k, or f_kᴶ), a_k (6n_b each)
-W_SJ, W_G, W_g, W_S, W_U, W_DINV, W_u, W_IA, W_v, W_Sdy, W_p, W_a = range(12)
-NW = 12
+CLUSTER_WORK = Layout("SJ G g S U DINV u IA v Sdy p a")
+W_SJ, W_G, W_g, W_S, W_U, W_DINV, W_u, W_IA, W_v, W_Sdy, W_p, W_a = CLUSTER_WORK.slots
+CLUSTER_WORK.check(globals(), "W_")
+NW = CLUSTER_WORK.size
 _FB_SCRATCH = 512
 
 
@@ -111,13 +116,11 @@ class PackedClusterTree:
                  CNL=[len(c.loops) for c in cs], CL0=_starts([len(c.loops) for c in cs]),
                  CL=[loop_index[id(r)] for c in cs for r in c.loops],
                  YQ=tree.y_q_idx, YV=tree.y_v_idx)
-        cw, off = [], 0                                             # work of every cluster (W_* items)
+        wk, cw = Packer(np.float64), []                             # work of every cluster (W_* items) first
         for c in cs:
             n6 = 6 * c.nb
-            for size in (n6 * c.nv, c.nv * c.ny, c.nv, n6 * c.ny, n6 * c.ny, c.ny * c.ny, c.ny, 36 * c.nb,
-                         n6, n6, n6, n6):
-                cw.append(off)
-                off += size
+            cw += [wk.reserve(size) for size in (n6 * c.nv, c.nv * c.ny, c.nv, n6 * c.ny, n6 * c.ny, c.ny * c.ny,
+                                                 c.ny, 36 * c.nb, n6, n6, n6, n6)]
         a["CW"] = cw
         a.update(_pack_loops(tree))
         Sc = np.zeros((m.nv, 6))                                    # S_i column of every spanning dof
@@ -130,26 +133,20 @@ class PackedClusterTree:
         nymax = max(c.ny for c in cs)
         work = dict(WXUP=36 * m.NB, WXOUT=36 * m.NB, WQ=m.nq, WDQ=m.nv, WFB=_FB_SCRATCH,
                     WT=T_MAT + 3 * (6 * a["NBMAX"]) ** 2 + 48 * a["NBMAX"] + 4 * nymax * nymax + 4 * nymax + 64)
-        header = np.zeros(len(_NAMES), dtype=np.int64)
-        ip, fp, n_ip, n_fp, n_w = [header], [], len(_NAMES), 0, off
-        for k, name in enumerate(_NAMES):
+        ipk, fpk = Packer(np.int64, header=CLUSTER), Packer(np.float64)
+        header = {}
+        for name in CLUSTER.names:
             if name in _SIZES:
-                header[k] = a[name]
+                header[name] = a[name]
             elif name in _FLOATS:
-                x = np.asarray(a[name], dtype=np.float64).ravel()
-                header[k], n_fp = n_fp, n_fp + len(x)
-                fp.append(x)
+                header[name] = fpk.add(a[name])
             elif name in _WORK:
-                header[k], n_w = n_w, n_w + work[name]
+                header[name] = wk.reserve(work[name])
             elif name != "WORK":
-                x = np.asarray(a[name], dtype=np.int64).ravel()
-                header[k], n_ip = n_ip, n_ip + len(x)
-                ip.append(x)
-        header[H_WORK] = n_w
-        self.ip = np.ascontiguousarray(np.concatenate(ip))
-        self.fp = np.ascontiguousarray(np.concatenate(fp))
-        self.w = np.zeros(n_w)
-        self.w[header[H_WFB] + F_KEY] = -1.0                        # the four-bar scratch holds no state
+                header[name] = ipk.add(a[name])
+        header["WORK"] = wk.n
+        self.ip, self.fp, self.w = ipk.array(header), fpk.array(), wk.array()
+        self.w[header["WFB"] + F_KEY] = -1.0                        # the four-bar scratch holds no state
 
 
 def _starts(sizes) -> np.ndarray:
@@ -202,7 +199,8 @@ def _pack_loops(tree: ClusterTree) -> dict:
 
 # ---------------------------------------------------------------------------- spatial helpers
 # Offsets inside the temporaries WT: joint transform factors, then small and stacked matrices.
-T_EJ, T_RJ, T_E, T_R, T_SMALL, T_MAT = 0, 9, 12, 21, 24, 72
+TEMP = Layout([("EJ", 9), ("RJ", 3), ("E", 9), ("R", 3), ("SMALL", 48), ("MAT", 0)])      # MAT: the rest
+T_EJ, T_RJ, T_E, T_R, T_SMALL, T_MAT = TEMP.slots
 
 
 @fast_njit
@@ -290,29 +288,17 @@ def joint_transform(ip, fp, w, q, i, X, xo):
             w[e + 3 * r_ + c_] = (w[ej + 3 * r_] * fp[eo + c_] + w[ej + 3 * r_ + 1] * fp[eo + 3 + c_]
                                   + w[ej + 3 * r_ + 2] * fp[eo + 6 + c_])
         w[r + r_] = fp[ro + r_] + fp[eo + r_] * w[rj] + fp[eo + 3 + r_] * w[rj + 1] + fp[eo + 6 + r_] * w[rj + 2]
-    plux(w, e, w, r, X, xo)
-
-
-@fast_njit
-def plux(E, eo, rv, ro, X, xo):
-    """``X = plux(E, r) = [[E, 0], [−E r×, E]]`` (Featherstone eq. 2.24), row-major 6 × 6."""
-    r0, r1, r2 = rv[ro], rv[ro + 1], rv[ro + 2]
-    for a in range(3):
-        e0, e1, e2 = E[eo + 3 * a], E[eo + 3 * a + 1], E[eo + 3 * a + 2]
-        for b in range(3):
-            X[xo + 6 * a + b] = E[eo + 3 * a + b]
-            X[xo + 6 * a + 3 + b] = 0.0
-            X[xo + 6 * (a + 3) + 3 + b] = E[eo + 3 * a + b]
-        X[xo + 6 * (a + 3)] = -(e1 * r2 - e2 * r1)                 # −(E r×) row a
-        X[xo + 6 * (a + 3) + 1] = -(e2 * r0 - e0 * r2)
-        X[xo + 6 * (a + 3) + 2] = -(e0 * r1 - e1 * r0)
+    plux_into(w, e, w, r, X, xo)
 
 
 # ---------------------------------------------------------------------------- four-bar closure
 # Four-bar scratch (WFB): per path body s (ascending) Xup_s, X_s = ˢX_root, J_s (6 × 3); then
 # φ, n_a, n_b, the point Jacobians J_a, J_b (6 × 3, [ω; v_point], root coordinates), v_s, a_s, …
-F_BODY, F_PHI, F_NA, F_NB, F_JA, F_JB, F_VA = 90, 270, 276, 279, 282, 300, 318
-F_LS, F_GL, F_gl, F_T, F_SMALL_P, F_KEY = 360, 420, 424, 428, 450, 480
+F_BODY = Layout([("XUP", 36), ("X", 36), ("J", 18)]).size          # per path body (3 at most)
+FOUR_BAR = Layout([("BODY", 3 * F_BODY), ("PHI", 6), ("NA", 3), ("NB", 3), ("JA", 18), ("JB", 18), ("VA", 42),
+                   ("LS", 60), ("GL", 4), ("gl", 4), ("T", 22), ("SMALL_P", 30), ("KEY", 4)])
+_, F_PHI, F_NA, F_NB, F_JA, F_JB, F_VA, F_LS, F_GL, F_gl, F_T, F_SMALL_P, F_KEY = FOUR_BAR.slots
+assert FOUR_BAR.size <= _FB_SCRATCH
 
 
 @fast_njit

@@ -17,7 +17,8 @@ in preallocated flat arrays (body after body; rotations row-major):
 :func:`forward_kinematics` runs them in order; both ticks call it. The kernels read a packed
 form (as :mod:`~rbd_estimator.estimation.structured` does): ``ip[K_x]`` holds a size, a flag or the
 offset of array ``x`` in the integer blob ``ip``, the float blob ``fp`` or the work array ``w``
-(:data:`KIN_NAMES`; :meth:`KinematicTree.pack` writes them). Rotations ``E`` and velocities ``V``
+(the header :data:`KIN`, a :class:`~rbd_estimator.kernels.layout.Layout`; :meth:`KinematicTree.pack`
+writes them). Rotations ``E`` and velocities ``V``
 are arrays of their own. Packed arrays with offsets, not views, because every array view a kernel
 creates costs it a reference count.
 
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..jit import fast_njit as njit, uidx as _u
+from ..kernels.layout import Layout, Packer
 from .robot_model import FREE, PRISMATIC, REVOLUTE, RobotModel
 from .spatial_kernels import fcross, mx, rbi_apply, rbi_compact
 
@@ -65,30 +67,14 @@ def revolute_abc(axis: np.ndarray, E_tree: np.ndarray) -> np.ndarray:
 #: in ``fp``, of work arrays in ``w``. ``RNEA``: 1 when :func:`velocities_and_bias` also runs the
 #: RNEA's forward pass (writing ``a``, ``f`` at ``WA``, ``WF``), 0 when it writes ``c``, ``ν`` at ``WC``,
 #: ``WNU``. ``WTMP``: ≥ 12 values, ``v_0`` first.
-KIN_NAMES = ("NB FLOAT IMUB NPOSE NCHAIN RNEA "
+KIN = Layout("NB FLOAT IMUB NPOSE NCHAIN RNEA "
              "JT PAR QIX VIX POSE CHAIN "
              "ET RT AX ABC S I AG IMUE IMUR "
-             "WR WRP WP WC WNU WA WF WTMP").split()
+             "WR WRP WP WC WNU WA WF WTMP")
+KIN_NAMES = KIN.names
 (K_NB, K_FLOAT, K_IMUB, K_NPOSE, K_NCHAIN, K_RNEA, K_JT, K_PAR, K_QIX, K_VIX, K_POSE, K_CHAIN, K_ET, K_RT, K_AX,
- K_ABC, K_S, K_I, K_AG, K_IMUE, K_IMUR, K_WR, K_WRP, K_WP, K_WC, K_WNU, K_WA, K_WF, K_WTMP) = range(len(KIN_NAMES))
-
-
-class Packer:
-    """Concatenates arrays into one blob and remembers their offsets."""
-
-    def __init__(self, dtype):
-        self.dtype, self.parts, self.n = dtype, [], 0
-
-    def add(self, arr) -> int:
-        a = np.ascontiguousarray(np.asarray(arr, dtype=self.dtype).reshape(-1))
-        off = self.n
-        self.parts.append(a)
-        self.n += a.size
-        return off
-
-    def array(self) -> np.ndarray:
-        out = np.concatenate(self.parts) if self.parts else np.zeros(0, self.dtype)
-        return np.ascontiguousarray(out.astype(self.dtype))
+ K_ABC, K_S, K_I, K_AG, K_IMUE, K_IMUR, K_WR, K_WRP, K_WP, K_WC, K_WNU, K_WA, K_WF, K_WTMP) = KIN.slots
+KIN.check(globals(), "K_")
 
 
 @dataclass(frozen=True)
@@ -99,7 +85,7 @@ class KinematicTree:
     (-1 for fixed and free joints); ``imu``: ``(body, E_F, r_F)`` of the IMU frame (body -1: none);
     ``a_root``: ``−a_g`` (m/s², the parent acceleration of a root on a fixed base); ``poses``: the
     bodies whose pose ``ⁱX_0`` is wanted, ascending, ancestors included (the IMU's path is added);
-    ``rnea``: see :data:`KIN_NAMES`."""
+    ``rnea``: see :data:`KIN`."""
     model: RobotModel
     qidx: np.ndarray
     vidx: np.ndarray
@@ -146,17 +132,10 @@ class KinematicTree:
 
     def packed(self) -> tuple:
         """``(ip, fp, w)`` holding this tree alone (the generic tick's blobs)."""
-        ipk, fpk = Packer(np.int64), Packer(np.float64)
-        ipk.add(np.zeros(len(KIN_NAMES)))
+        ipk, fpk, wk = Packer(np.int64, header=KIN), Packer(np.float64), Packer(np.float64)
         header = self.pack(ipk, fpk)
-        o = 0
-        for name, size in self.work_sizes().items():
-            header[name] = o
-            o += size
-        ip = ipk.array()
-        for name, value in header.items():
-            ip[KIN_NAMES.index(name)] = value
-        return ip, fpk.array(), np.zeros(o)
+        header.update({name: wk.reserve(size) for name, size in self.work_sizes().items()})
+        return ipk.array(header), fpk.array(), wk.array()
 
 
 @njit

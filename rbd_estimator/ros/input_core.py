@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit
+from ..kernels.layout import Layout
 
 #: Reasons a sample can be rejected for (diagnostics keys), in counter order.
 REASONS = ("non_finite", "wrong_length", "unknown_joint", "missing_joint", "stamp_not_increasing",
@@ -43,15 +44,23 @@ CDR_ERROR, NEED_LAYOUT = -2, -3
 JOINT_STATES, IMU, WRENCH, FLOAT64_ARRAY, JOINT_EFFORT = range(5)
 
 # ---- the record of a slot in I (SLOT_W integers from I[H_SLOTS] + SLOT_W * slot)
-S_STAMP, S_RECEIPT, S_RECEIVED, S_READY, S_TIMEOUT, S_KIND, S_VALUE, S_SIZE, S_RAW, S_OFFSET, S_REJ = range(11)
-SLOT_W = S_REJ + len(REASONS)
+SLOT = Layout(("S_STAMP S_RECEIPT S_RECEIVED S_READY S_TIMEOUT S_KIND S_VALUE S_SIZE S_RAW S_OFFSET".split()
+               + [("S_REJ", len(REASONS))]))                    # S_REJ: one counter per reason
+S_STAMP, S_RECEIPT, S_RECEIVED, S_READY, S_TIMEOUT, S_KIND, S_VALUE, S_SIZE, S_RAW, S_OFFSET, S_REJ = SLOT.slots
+SLOT_W = SLOT.size
 
 # ---- header of I: sizes and offsets (into I for H_SLOTS/H_NAMES/H_GATHER; the F_ entries hold
 # offsets into F; F[I[F_PAR]] is the filters' low-pass time constant T_c (s), F[I[F_PAR] + 1] their
 # max_gap (s))
+INPUT_HEADER = Layout("H_NJ H_NSLOTS H_SLOTS H_NAMES H_NAMES_CAP H_NAMES_LEN H_GATHER H_ACC_T H_ACC_READY H_GYRO_T "
+                      "H_GYRO_READY H_ALPHA F_Q F_DQ F_ACC F_ACC_PREV F_GYRO F_GYRO_PREV F_IMU F_SCR F_PAR H_NMSG")
 (H_NJ, H_NSLOTS, H_SLOTS, H_NAMES, H_NAMES_CAP, H_NAMES_LEN, H_GATHER, H_ACC_T, H_ACC_READY, H_GYRO_T,
- H_GYRO_READY, H_ALPHA, F_Q, F_DQ, F_ACC, F_ACC_PREV, F_GYRO, F_GYRO_PREV, F_IMU, F_SCR, F_PAR, H_NMSG) = range(22)
-HEADER = 22
+ H_GYRO_READY, H_ALPHA, F_Q, F_DQ, F_ACC, F_ACC_PREV, F_GYRO, F_GYRO_PREV, F_IMU, F_SCR, F_PAR,
+ H_NMSG) = INPUT_HEADER.slots
+HEADER = INPUT_HEADER.size
+for _layout in (SLOT, INPUT_HEADER):
+    _layout.check(globals())
+del _layout
 
 
 # ============================================================================ byte reading

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..estimation import ImuSample
+from ..kernels.layout import Packer
 from . import cdr
 from . import input_core as core
 from .filters import time_constant
@@ -151,17 +152,6 @@ class _Layouts:
         return np.array(at, dtype=np.int64), pos
 
 
-class _Alloc:
-    """Offsets of named blocks in a flat array, handed out in order."""
-
-    def __init__(self, start: int = 0):
-        self.size = start
-
-    def __call__(self, n: int) -> int:
-        k, self.size = self.size, self.size + n
-        return k
-
-
 #: a slot's kind is its sensor's decoder (:mod:`rbd_estimator.sensors.base`): its compiled code and the
 #: order of its block in F
 _KINDS = {"joint_states": core.JOINT_STATES, IMU_MESSAGE: core.IMU, WRENCH_MESSAGE: core.WRENCH,
@@ -222,25 +212,23 @@ class SensorInputs:
         nj = len(self.joint_names)
         n_ft = sum(1 for e in entries if e[1] == WRENCH_MESSAGE)         # every wrench-message sensor
         n_cells = sum(e[4] for e in entries if e[1] == ARRAY_MESSAGE)    # every float64-array sensor
-        fa = _Alloc()
-        par, q, dq, acc, acc_prev = fa(2), fa(nj), fa(nj), fa(nj), fa(nj)
-        gyro, gyro_prev, imu = fa(3), fa(3), fa(10)
-        ft, ft_raw, ft_off = fa(6 * n_ft), fa(6 * n_ft), fa(6 * n_ft)
-        cells, jt = fa(n_cells), fa(len(config.joint_torque_sensors))
-        scr = fa(max(2 * nj, 10, 6, max((e[4] for e in entries if e[1] == ARRAY_MESSAGE), default=0)))
-        F = np.zeros(fa.size)
+        fa = Packer(np.float64)
+        par, q, dq, acc, acc_prev = fa.reserve(2), fa.reserve(nj), fa.reserve(nj), fa.reserve(nj), fa.reserve(nj)
+        gyro, gyro_prev, imu = fa.reserve(3), fa.reserve(3), fa.reserve(10)
+        ft, ft_raw, ft_off = fa.reserve(6 * n_ft), fa.reserve(6 * n_ft), fa.reserve(6 * n_ft)
+        cells, jt = fa.reserve(n_cells), fa.reserve(len(config.joint_torque_sensors))
+        scr = fa.reserve(max(2 * nj, 10, 6, max((e[4] for e in entries if e[1] == ARRAY_MESSAGE), default=0)))
+        F = fa.array()
         F[par], F[par + 1] = time_constant(settings.acceleration_cutoff_hz), float(settings.max_sample_gap)
         F[imu + 3] = 1.0                              # identity orientation until the first sample
         names_cap = 4 + sum(8 + len(n.encode("utf-8")) for n in self.joint_names + tuple(self._js_layout.ignored))
-        ia = _Alloc(core.HEADER)
-        slots0, names0, gather0 = ia(core.SLOT_W * len(entries)), ia(names_cap), ia(nj)
-        I = np.zeros(ia.size, dtype=np.int64)
-        I[[core.H_NJ, core.H_NSLOTS, core.H_SLOTS, core.H_NAMES, core.H_NAMES_CAP, core.H_NAMES_LEN, core.H_GATHER,
-           core.H_ACC_T, core.H_ACC_READY, core.H_GYRO_T, core.H_GYRO_READY, core.F_Q, core.F_DQ, core.F_ACC,
-           core.F_ACC_PREV, core.F_GYRO, core.F_GYRO_PREV, core.F_IMU, core.F_SCR, core.F_PAR]] = (
-            nj, len(entries), slots0, names0, names_cap, -1, gather0, NONE, 0, NONE, 0, q, dq, acc, acc_prev, gyro,
-            gyro_prev, imu, scr, par)
-        I[core.H_ALPHA] = int(config.imu is not None and config.imu.use_angular_acceleration)
+        ia = Packer(np.int64, header=core.INPUT_HEADER)
+        slots0, names0, gather0 = ia.reserve(core.SLOT_W * len(entries)), ia.reserve(names_cap), ia.reserve(nj)
+        I = ia.array(dict(
+            H_NJ=nj, H_NSLOTS=len(entries), H_SLOTS=slots0, H_NAMES=names0, H_NAMES_CAP=names_cap, H_NAMES_LEN=-1,
+            H_GATHER=gather0, H_ACC_T=NONE, H_ACC_READY=0, H_GYRO_T=NONE, H_GYRO_READY=0,
+            H_ALPHA=int(config.imu is not None and config.imu.use_angular_acceleration), F_Q=q, F_DQ=dq, F_ACC=acc,
+            F_ACC_PREV=acc_prev, F_GYRO=gyro, F_GYRO_PREV=gyro_prev, F_IMU=imu, F_SCR=scr, F_PAR=par, H_NMSG=0))
         self.I, self.F = I, F
         rows = {WRENCH_MESSAGE: ft, ARRAY_MESSAGE: cells, JOINT_EFFORT: jt}
         offsets = dict(getattr(settings, "ft_offsets", ()))

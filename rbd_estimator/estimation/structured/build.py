@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from ...errors import ConfigError
 from ...model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
 from ...model.forward_kinematics import KinematicTree, motion_axes
-from .layout import _H, _NAMES, _OBS_A, _OBS_F, _OBS_FP, _Packer
+from .layout import _OBS_A, _OBS_F, _OBS_FP, HEADER, Packer
 from .solver import StructuredSolver
 
 # ---------------------------------------------------------------------------- build
@@ -240,8 +240,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
         while b >= 0 and b != s:
             b = par[b]
         return b == s
-    ipk, fpk = _Packer(np.int64), _Packer(np.float64)
-    ipk.add(np.zeros(len(_NAMES)))
+    ipk, fpk = Packer(np.int64, header=HEADER), Packer(np.float64)
     observed = [(key, obs_off[key], 6, -1) for key in groups if key in obs_off]
     observed += [(key, o, 1, fpk.add(s_)) for (key, _), (o, s_) in proj.items()]   # (fp offset of s)
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
@@ -326,11 +325,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  WV0=NOBS, WK=6 * NH, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NH, WNHH=NH * NH, WBA=6,
                  WBH=NH, WH=NH, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=MSC * (NH + 1) + NH + 1, WU=max(NOBS, 6 * NH))
-    w_off, o = {}, 0
-    for name, size in sizes.items():
-        w_off[name] = o
-        o += size
-    w = np.zeros(o)
+    wk = Packer(np.float64)
+    w_off = {name: wk.reserve(size) for name, size in sizes.items()}
+    w = wk.array()
     w[w_off["WMS"]] = 1.0
     for j in range(NH):                             # h observes itself: a constant identity block of D
         w[w_off["WD"] + (obs_h + j) * NZ + za + j] = 1.0
@@ -342,15 +339,12 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  CP=ipk.add(Cp), CI=ipk.add(Ci), CRP=ipk.add(CRp), CRI=ipk.add(CRi), CLO=ipk.add(clo),
                  CHI=ipk.add(chi), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT))
-    ip = ipk.array()
     counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,
                   NIMU=est.n_imu, **est.offsets)
     tail = counts["STAIL"]
     counts.update(SFP=tail, SW=tail + fp.size, SEND=tail + fp.size + w.size)
-    for d in (k_off, counts, i_off, f_off, w_off):
-        for k, v in d.items():
-            ip[_H[k]] = v
+    ip = ipk.array({**k_off, **counts, **i_off, **f_off, **w_off})
     S = est.install(np.concatenate([fp, w]))                  # fp and w travel in the state buffer
     tail = S[counts["STAIL"]:]
     return StructuredSolver(ip, S, tail[:fp.size], tail[fp.size:], NH, ms, MSC, floating, est.convert)

@@ -8,13 +8,14 @@ from __future__ import annotations
 from numba import types as nbt
 
 from ...jit import fast_njit as njit, uidx as _u
-from ...model.forward_kinematics import KIN_NAMES, Packer as _Packer
+from ...kernels.layout import Packer
+from ...model.forward_kinematics import KIN
 
 
 # ---------------------------------------------------------------------------- packed layout
 # ip[H_x] holds a size, or the offset of array x in ip (ints), fp (floats) or w (work). The header
-# starts with the forward kinematics' slots (KIN_NAMES: H_x == K_x), which its kernels read.
-_NAMES = KIN_NAMES + (
+# starts with the forward kinematics' slots (KIN: H_x == K_x), which its kernels read.
+HEADER = KIN.extend(
     # sizes and flags
     "NJ NH NC MS MSC NOBS NGRP NPAIR NCP RED NOUTM NMSRC NSEL NY IMUY NIMU "
     # offsets in the estimator's state buffer S = [E, V, x, IMU sample, out, info, fp, w]
@@ -24,12 +25,17 @@ _NAMES = KIN_NAMES + (
     # float arrays
     "XB GX RX CX CRX OX "
     # work arrays
-    "WIC WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WQR WU"
-).split()
+    "WIC WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WQR WU")
 
 
-_H = {name: k for k, name in enumerate(_NAMES)}
-globals().update({f"H_{name}": k for name, k in _H.items()})          # H_NB, H_FLOAT, …: the slots
+(H_NB, H_FLOAT, H_IMUB, H_NPOSE, H_NCHAIN, H_RNEA, H_JT, H_PAR, H_QIX, H_VIX, H_POSE, H_CHAIN, H_ET, H_RT, H_AX,
+ H_ABC, H_S, H_I, H_AG, H_IMUE, H_IMUR, H_WR, H_WRP, H_WP, H_WC, H_WNU, H_WA, H_WF, H_WTMP, H_NJ, H_NH, H_NC, H_MS,
+ H_MSC, H_NOBS, H_NGRP, H_NPAIR, H_NCP, H_RED, H_NOUTM, H_NMSRC, H_NSEL, H_NY, H_IMUY, H_NIMU, H_SX, H_SIMU, H_SOUT,
+ H_SINFO, H_STAIL, H_SFP, H_SW, H_SEND, H_CBODY, H_CK, H_CHOFF, H_CXB, H_GRP, H_PAIR, H_CPATH, H_GP, H_GI, H_RP,
+ H_RI, H_CP, H_CI, H_CRP, H_CRI, H_CLO, H_CHI, H_OLO, H_OHI, H_OP, H_OI, H_TSEL, H_KSEL, H_SOLC, H_EYET, H_XB, H_GX,
+ H_RX, H_CX, H_CRX, H_OX, H_WIC, H_WPHI, H_WD, H_WV0, H_WK, H_WA00, H_WJ, H_WRR, H_WNAA, H_WNAH, H_WNHH, H_WBA,
+ H_WBH, H_WH, H_WA0, H_WAL, H_WG, H_WMS, H_WSEL, H_WQR, H_WU) = HEADER.slots
+HEADER.check(globals(), "H_")
 
 
 _OBS_A, _OBS_F, _OBS_FP = 0, 1, 2  # observation groups: acceleration of a body, wrench into a body, sᵀ f_b
@@ -48,5 +54,3 @@ _A1, _A2, _A3 = nbt.float64[::1], nbt.float64[:, ::1], nbt.float64[:, :, ::1]
 
 _IN = nbt.float64[:]            # inputs: float64 vectors of any layout
 
-
-assert len(set(_NAMES)) == len(_NAMES) and all(_H[name] == k for k, name in enumerate(KIN_NAMES))
