@@ -18,7 +18,8 @@ from rbd_estimator import ce_aba, ce_rnea
 from rbd_estimator.dynamics import ClusterDynamics
 from rbd_estimator.dynamics.ce_aba import ce_aba as ce_aba_reference
 from rbd_estimator.dynamics.ce_rnea import ce_rnea as ce_rnea_reference
-from rbd_estimator.model.cluster_kernels import PackedClusterTree, cluster_constraint, cluster_position
+from rbd_estimator.model.cluster_kernels import cluster_constraint, cluster_position
+from rbd_estimator.model.cluster_packing import PackedClusterTree
 from rbd_estimator.model.loop_closure import LoopClosureError, spanning_state
 from rbd_estimator.model.loop_closure import cluster_constraint as cluster_constraint_reference
 from rbd_estimator.model.loop_closure import cluster_position as cluster_position_reference

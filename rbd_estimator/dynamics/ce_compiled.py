@@ -1,7 +1,7 @@
 """Constraint-embedding ABA and RNEA compiled (Chignoli et al. Algorithm 1 and §V, eqs. 62–65).
 
 The same passes as the readable :mod:`.ce_aba` and :mod:`.ce_rnea`, line for line, as numba kernels
-over a :class:`~rbd_estimator.model.cluster_kernels.PackedClusterTree`: no Python loop over
+over a :class:`~rbd_estimator.model.cluster_packing.PackedClusterTree`: no Python loop over
 clusters or bodies, and no allocation per call (every intermediate lives in the packed work array).
 :class:`~.ce_data.ClusterDynamics` binds a cluster tree to its work buffers, as pinocchio's ``Data``
 does; :func:`~.ce_data.ce_aba` and :func:`~.ce_data.ce_rnea` keep the reference functions'
@@ -21,11 +21,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import fast_njit
-from ..model.cluster_kernels import (
+from ..model.cluster_kernels import cluster_constraint, cluster_position
+from ..model.cluster_packing import (
     CLOSURE_FAILED, NOT_FINITE, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
     H_CW, H_CYV, H_IN, H_NC, H_NQ, H_NV, H_NVY, H_PM, H_QREF, H_SC, H_VI, H_ND, H_WDQ, H_WQ, H_WT,
     H_WXOUT, H_WXUP, H_YQ, H_YV, NW, SINGULAR, T_MAT, W_DINV, W_G, W_IA, W_S, W_SJ, W_Sdy, W_U, W_a, W_g, W_p,
-    W_u, W_v, cluster_constraint, cluster_position, crm_apply, joint_transform, mtv6, mul66, mv6)
+    W_u, W_v, crm_apply, joint_transform, mtv6, mul66, mv6)
 from .spatial_jit import add_force_cross
 
 __all__ = ["ce_aba_kernel", "ce_rnea_kernel", "M_INDEPENDENT", "M_EFFORT_SPANNING", "M_OUTPUT_SPANNING"]

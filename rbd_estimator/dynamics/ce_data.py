@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.cluster_kernels import CLOSURE_FAILED, NOT_FINITE, PackedClusterTree, packable
+from ..model.cluster_packing import CLOSURE_FAILED, NOT_FINITE, PackedClusterTree, packable
 from ..model.clusters import ClusterTree
 from ..model.loop_closure import LoopClosureError
 from .ce_compiled import M_EFFORT_SPANNING, M_INDEPENDENT, M_OUTPUT_SPANNING, ce_aba_kernel, ce_rnea_kernel

@@ -30,7 +30,7 @@ per-tick cost: for every cluster holding such a loop (and only those), the tick 
 assembly rather than the reference one; from the reference again if that fails), evaluates
 ``G_k(q)``, ``g_k(q, q̇)``, patches those blocks of ``G`` and adds ``g_k`` to ``q̈``. For four-bars
 (every loop but :class:`ExplicitLoop`) this runs in one compiled kernel
-(:func:`_loop_state` on :class:`~rbd_estimator.model.cluster_kernels.PackedClusterTree`, the same
+(:func:`_loop_state` on :class:`~rbd_estimator.model.cluster_packing.PackedClusterTree`, the same
 equations as :mod:`~rbd_estimator.model.loop_closure`) that also forms ``[q q̇ q̈]`` and checks the
 input, in preallocated buffers: a few µs per four-bar cluster between nearby ticks
 (``benchmarks/bench_loops.py --estimator``). An :class:`ExplicitLoop`'s ``G``, ``g``, ``γ`` are the
@@ -55,8 +55,9 @@ import numpy as np
 from ..errors import ConfigError
 from ..jit import fast_njit
 from ..kernels.layout import Layout, Packer
-from ..model.cluster_kernels import (CLOSURE_FAILED, NOT_FINITE, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
-                                     PackedClusterTree, cluster_constraint, cluster_position, packable)
+from ..model.cluster_kernels import cluster_constraint, cluster_position
+from ..model.cluster_packing import (CLOSURE_FAILED, NOT_FINITE, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
+                                     PackedClusterTree, packable)
 from ..model.clusters import ClusterTree
 from ..model.loops import BeltTransmission, ExplicitLoop, LinearTransmission, LinkAndRotor, LoopConfig
 from ..model.robot_model import RobotModel
