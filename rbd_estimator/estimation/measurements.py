@@ -102,10 +102,11 @@ class Measurements:
             if members:
                 self._groups.append(_Group(kind, members, y, self.offsets))
         self._by_name = {s.name: (s, v) for g in self._groups for s, v in zip(g.members, g.views)}
-        self._spec = tuple((g.arg, (len(g.views[0]) > 10) or None) if g.parts is not None
-                           else (g.arg, g.matrix.shape if g.matrix is not None else ()) for g in self._groups)
-        if any(arg < 0 for arg, _ in self._spec):     # a kind without a positional keyword: never concatenated
-            self._spec = ((0, "never"),)
+        self._spec = tuple((g.arg, (len(g.views[0]) > 10) or None, g.parts) if g.parts is not None
+                           else (g.arg, g.matrix.shape, g.matrix) if g.matrix is not None
+                           else (g.arg, (g.size,), g.block) for g in self._groups)
+        if any(arg < 0 for arg, _, _ in self._spec):  # a kind without a positional keyword: never this path
+            self._spec = ((0, "never", None),)
         self._keywords = {g.keyword for g in self._groups}
 
     @property
@@ -129,7 +130,7 @@ class Measurements:
         of :meth:`Estimator.estimate`) and per sensor (``readings``, which take precedence)."""
         if not (readings or by_kind):                 # the documented forms: per kind, positionally
             args = (imu, ft, load_cells, joint_torques, external_wrenches)
-            if self._concatenate(args):
+            if self._copy_arrays(args):
                 return self.y
             for g in self._groups:
                 self._fill_group(g, args[g.arg] if g.arg >= 0 else None, None)
@@ -151,25 +152,28 @@ class Measurements:
             self._fill_group(g, given.get(g.keyword), readings)
         return self.y
 
-    def _concatenate(self, args) -> bool:
-        """The common case in one copy: every kind's readings already float64 arrays of its shape
-        (an :class:`ImuSample` of the IMU's sizes, an ``(n, size)`` array per kind) are
-        concatenated into ``y`` (groups are contiguous, in ``y``'s order). False, nothing written,
-        for any other form. ``_spec``: per group, the argument it reads and the shape it wants
-        (``None``: an IMU sample, ``True`` with ω̇)."""
-        parts = []
-        for arg, shape in self._spec:
+    def _copy_arrays(self, args) -> bool:
+        """The common case, copied with no conversion: every kind's readings already float64 arrays
+        of its shape (an :class:`ImuSample` of the IMU's sizes, an ``(n, size)`` array per kind).
+        False, nothing written, for any other form. ``_spec``: per kind, the argument it reads, the
+        shape it wants (``None``: an IMU sample, ``True`` with ω̇) and the views it is copied to."""
+        for arg, shape, _ in self._spec:
             v = args[arg]
             if shape is None or shape is True:
                 if type(v) is not ImuSample or not _imu_fits(v, shape is True):
                     return False
-                parts += v if shape is True else v[:3]
-            elif type(v) is np.ndarray and v.dtype is _F64 and v.shape == shape:
-                parts.append(v)
-            else:
+            elif not (type(v) is np.ndarray and v.dtype is _F64 and v.shape == shape):
                 return False
-        if parts:
-            np.concatenate(parts, axis=None, out=self.y)
+        for arg, shape, views in self._spec:
+            v = args[arg]
+            if shape is None or shape is True:
+                views[0][:] = v[0]
+                views[1][:] = v[1]
+                views[2][:] = v[2]
+                if shape is True:
+                    views[3][:] = v[3]
+            else:
+                views[:] = v
         return True
 
     def _fill_group(self, g: _Group, value, readings) -> None:
