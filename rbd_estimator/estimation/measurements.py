@@ -103,8 +103,8 @@ class Measurements:
                 self._groups.append(_Group(kind, members, y, self.offsets))
         self._by_name = {s.name: (s, v) for g in self._groups for s, v in zip(g.members, g.views)}
         self._spec = tuple((g.arg, (len(g.views[0]) > 10) or None, g.parts) if g.parts is not None
-                           else (g.arg, g.matrix.shape, g.matrix) if g.matrix is not None
-                           else (g.arg, (g.size,), g.block) for g in self._groups)
+                           else (g.arg, g.matrix.shape, g.matrix) if g.uniform > 1     # (n, size) readings
+                           else (g.arg, (g.size,), g.block) for g in self._groups)     # one value each: (n,)
         if any(arg < 0 for arg, _, _ in self._spec):  # a kind without a positional keyword: never this path
             self._spec = ((0, "never", None),)
         self._keywords = {g.keyword for g in self._groups}
