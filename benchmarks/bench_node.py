@@ -41,6 +41,8 @@ def cycle(rec, steps):
     idx = np.arange(steps) % len(rec.q)
     out.q, out.dq, out.ft = rec.q[idx], rec.dq[idx], rec.ft[idx]
     out.imu = [rec.imu[i] for i in idx]
+    if getattr(rec, "active", None) is not None:         # the walking controller's contact state, cycled too
+        out.active = rec.active[idx]
     return out
 
 
