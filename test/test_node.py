@@ -126,6 +126,14 @@ def wait_until(pred, timeout=10.0, period=0.002):
     return bool(pred())
 
 
+def wait_taken(node, before: dict, expect, k) -> None:
+    """Wait (10 s at most, returning as soon as it holds) until the node has taken one more sample
+    of every sensor in ``expect`` than the ``before`` counts of ``node.input_counts()``."""
+    assert wait_until(lambda: all(node.input_counts().get(n, 0) > before.get(n, 0) for n in expect), 10.0), (
+        f"the node did not take the sensor samples of frame {k}: {before} -> {node.input_counts()}",
+        {n: dict(s.rejected) for n, s in node._inputs.slots.items()})
+
+
 def rss_kb():
     with open("/proc/self/status", encoding="ascii") as fh:
         for line in fh:
@@ -306,10 +314,7 @@ class Sim:
             pub.publish(Float64MultiArray(data=[float(x) for x in r.load_cells[i]]))
             expect.append(name)
         if wait:
-            assert wait_until(lambda: all(self.node.input_counts().get(n, 0) > before.get(n, 0) for n in expect),
-                              10.0), (f"the node did not take the sensor samples of frame {k}: "
-                                      f"{before} -> {self.node.input_counts()}",
-                                      {n: dict(s.rejected) for n, s in self.node._inputs.slots.items()})
+            wait_taken(self.node, before, expect, k)
 
     def ft_msg(self, name, w, stamp_ns):
         m = WrenchStamped()

@@ -25,7 +25,7 @@ from rclpy.qos import QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from kinds_truth import FEET_SENSORS, PAYLOAD, REL_TOL, PinTruth, humanoid_dict, with_payload_contact  # noqa: E402
 from test_node import (DROPOUT_TIMEOUT, HUMANOID, HUMANOID_YAML, STALL_TOLERANT, Sim,  # noqa: E402,F401
-                       params_from_yaml, read, ros, running, time_msg, unique_ns, wait_until)
+                       params_from_yaml, read, ros, running, time_msg, unique_ns, wait_taken, wait_until)
 
 from rbd_estimator import SensorConfig, estimator_for  # noqa: E402
 from rbd_estimator.sensors import ContactForce, ExternalWrench, FootForce  # noqa: E402
@@ -88,10 +88,7 @@ class KindsSim(Sim):
                 pub.publish(m)
                 expect.append(name)
         if wait:
-            assert wait_until(lambda: all(self.node.input_counts().get(n, 0) > before.get(n, 0) for n in expect),
-                              10.0), (f"the node did not take the sensor samples of frame {k}: "
-                                      f"{before} -> {self.node.input_counts()}",
-                                      {n: dict(s.rejected) for n, s in self.node._inputs.slots.items()})
+            wait_taken(self.node, before, expect, k)
 
     def rel_error(self, k, truth: PinTruth) -> float:
         """Relative error of the published torques and contact wrenches of frame ``k`` against
