@@ -107,7 +107,6 @@ class Measurements:
                            else (g.arg, (g.size,), g.block) for g in self._groups)     # one value each: (n,)
         if any(arg < 0 for arg, _, _ in self._spec):  # a kind without a positional keyword: never this path
             self._spec = ((0, "never", None),)
-        self._keywords = {g.keyword for g in self._groups}
 
     @property
     def size(self) -> int:
@@ -167,11 +166,7 @@ class Measurements:
         for arg, shape, views in self._spec:
             v = args[arg]
             if shape is None or shape is True:
-                views[0][:] = v[0]
-                views[1][:] = v[1]
-                views[2][:] = v[2]
-                if shape is True:
-                    views[3][:] = v[3]
+                _copy_imu(views, v, shape is True)
             else:
                 views[:] = v
         return True
@@ -194,13 +189,9 @@ class Measurements:
                     self._named(g, value, s, v)
                 return
         if g.single:
-            p = g.parts
-            if p is not None and type(value) is ImuSample and _imu_fits(value, len(g.views[0]) > 10):
-                p[0][:] = value[0]                      # float64 arrays of the right sizes: copied as they are
-                p[1][:] = value[1]
-                p[2][:] = value[2]
-                if len(g.views[0]) > 10:
-                    p[3][:] = value[3]
+            alpha = len(g.views[0]) > 10
+            if g.parts is not None and type(value) is ImuSample and _imu_fits(value, alpha):
+                _copy_imu(g.parts, value, alpha)        # float64 arrays of the right sizes: copied as they are
                 return
             g.members[0].write(value, g.views[0])
             return
@@ -254,6 +245,15 @@ class Measurements:
             if g.start <= index < g.start + g.size:
                 return f"{g.keyword}[{index - g.start}] ({self.labels[index]})"
         return f"y[{index}]"
+
+
+def _copy_imu(views, sample, alpha: bool) -> None:
+    """An :class:`ImuSample` into the IMU's views of ``y`` (orientation, ω, specific force, ω̇)."""
+    views[0][:] = sample[0]
+    views[1][:] = sample[1]
+    views[2][:] = sample[2]
+    if alpha:
+        views[3][:] = sample[3]
 
 
 def _imu_fits(sample, alpha: bool) -> bool:

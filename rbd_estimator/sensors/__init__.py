@@ -3,13 +3,13 @@ registry :data:`~.base.KINDS` in the order of their slices of the measurement ve
 
 Importing this package registers the package's own kinds; a new kind is one module (or one class
 in a test) decorated with :func:`register`. See ``docs/adding_a_sensor_kind.md``."""
-from .base import KINDS, RowWriter, Sensor, kind_of_group, register, unknown_key, unregister
+from .base import KINDS, RowWriter, Sensor, register, unknown_key, unregister
 from .imu import Imu
 from .force_torque import FT_DIRECTIONS, FT_FRAMES, ForceTorque
 from .contact_sensors import ContactForce, FootForce, LoadCells
 from .joint_torque import JointTorque
 from .external_wrench import ExternalWrench
 
-__all__ = ["KINDS", "RowWriter", "Sensor", "register", "unregister", "kind_of_group", "unknown_key", "Imu",
+__all__ = ["KINDS", "RowWriter", "Sensor", "register", "unregister", "unknown_key", "Imu",
            "ForceTorque", "LoadCells", "FootForce", "ContactForce", "JointTorque", "ExternalWrench",
            "FT_FRAMES", "FT_DIRECTIONS"]

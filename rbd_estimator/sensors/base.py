@@ -163,10 +163,6 @@ def unregister(cls: type[Sensor]) -> None:
     KINDS.pop(cls.LIST, None)
 
 
-def kind_of_group(group: str) -> type[Sensor] | None:
-    return next((k for k in KINDS.values() if k.GROUP == group), None)
-
-
 def slices(sensors) -> tuple[dict, list]:
     """``({sensor name: offset}, labels)`` of the measurement vector of ``sensors``: their slices
     one after the other, in the given (configuration) order."""
