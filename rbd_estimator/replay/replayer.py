@@ -1,51 +1,20 @@
-"""Offline replay of rosbag2 recordings (MCAP or sqlite3) through the estimator node's tick logic.
-
-    rbd-estimator replay INPUT OUTPUT --params config.yaml [--robot-description URDF] [--plot FILE]
-
-Reads the joint-state, IMU, force-torque and load-cell topics the node would subscribe to with the
-same parameters, feeds every message, in the recording's order, to the same
-:class:`~rbd_estimator.ros.inputs.SensorInputs` (validation, derivative filters, latest samples)
-and :class:`~rbd_estimator.ros.tick.TickCore` (freshness against the sensor timeouts, plan for the
-missing sensors, estimate) the live node uses, and writes the input topics plus the estimate topics
-(``<namespace>/<node>/joint_torques``, ``<namespace>/<node>/contact_wrenches/<contact>``) to a new
-bag, and, when contacts are switchable, the contact state of every tick
-(``<namespace>/<node>/contact_state``, as the node publishes it; with fixed contacts the node's
-contact state is the same every tick, all in contact, and is not written). Reading and writing go
-through the public APIs of the ``rosbags`` package (and of the ``mcap`` package, which reads MCAP
-recordings chunk by chunk: :mod:`rbd_estimator.ros.bag_io`): no ROS installation is needed.
-
-Time: the node's clock ("now", against which freshness is measured) is the time the recorder
-received each message (the bag's log time), as the live node uses the middleware's receipt time.
-Estimates are written at the log time of the joint state that triggered them (``tick:
-joint_states``) or of the timer tick (``tick: timer``: ticks at ``rate_hz`` from the first message
-on), stamped with the joint state's header stamp like the node's. Two differences with a live node,
-both on purpose: a sensor loss without a plan yet is planned at once (the live node plans it in the
-background and publishes nothing meanwhile), and the pinocchio cross-check and ``/diagnostics`` are
-not run.
-
-A recording that ends in the middle of a record, or whose bytes are corrupt, stops the replay with a
-:class:`ReplayError`-style message in :attr:`ReplaySummary.error`; the output bag is always closed,
-so what was replayed up to that point is a valid bag.
-"""
+"""The replay's tick machinery: :class:`Replayer` feeds a recording's messages, in order, to the
+node's own input handling and tick (:mod:`rbd_estimator.replay` describes the replay)."""
 from __future__ import annotations
 
-import os
-import sys
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ConfigError
-from .estimation import SensorConfig
-from .ros import bag_io, cdr
-from .ros.input_core import CDR_ERROR
-from .ros.inputs import SensorInputs
-from .ros.params import NODE_KEYS, NodeSettings
-from .ros.plans import PlanSet
-from .ros.tick import TickCore
-from .ros.contact_state import ContactState
-from .sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
+from ..estimation import SensorConfig
+from ..ros import cdr
+from ..ros.input_core import CDR_ERROR
+from ..ros.inputs import SensorInputs
+from ..ros.params import NodeSettings
+from ..ros.plans import PlanSet
+from ..ros.tick import TickCore
+from ..ros.contact_state import ContactState
+from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
 
 
 class ReplayError(RuntimeError):
@@ -237,7 +206,7 @@ class Replayer:
         ``write_batch(RawBatch)`` or ``write_one(connection index, log time, bytes)``. The steady
         state runs in :func:`rbd_estimator.ros.batch.run`, whatever else through :meth:`feed`.
         Returns ``{topic: messages that did not decode}``."""
-        from .ros import batch as fast
+        from ..ros import batch as fast
         n_in = len(topics)
         self._emit = lambda j, t, data: write_one(n_in + j, t, data)
         K = fast.kernel_args(self.inputs, self.plans.main) if self._batch_ok() else None
@@ -306,7 +275,7 @@ class Replayer:
     def _segment(self, batch, n_in: int, a: int, b: int, res, nt: int):
         """Input messages ``a…b`` of ``batch`` interleaved with the ``nt`` estimates in ``res`` (each
         set right after the joint state that triggered it), as one batch."""
-        from .ros.bag_io import RawBatch
+        from ..ros.bag_io import RawBatch
         tau, w, times, stamps, msg = (x[:nt] for x in res)
         per = 1 + len(self.contact_names)
         src_start, src_len = batch.start[a:b + 1], batch.length[a:b + 1]
@@ -385,273 +354,3 @@ class Replayer:
 def _bind(fn, slot):
     return lambda raw, now: fn(slot, raw, now)
 
-
-# ============================================================================ bags
-STORAGES = ("mcap", "sqlite3")
-
-
-def _storage_of(path: str, storage: str | None) -> str:
-    if storage:
-        if storage not in STORAGES:
-            raise ReplayError(f"unknown storage '{storage}': use one of {', '.join(STORAGES)}")
-        return storage
-    return "sqlite3" if path.rstrip("/").endswith((".db3", "_sqlite3", ".sqlite3")) else "mcap"
-
-
-def read_description(reader, topic: str) -> str | None:
-    """The last ``std_msgs/String`` on ``topic`` in the bag (robot_state_publisher's description)."""
-    conns = [c for c in reader.connections if c.topic == topic and c.msgtype == cdr.STRING]
-    text = None
-    if not conns:
-        return None
-    try:
-        for _, _, raw in reader.messages(connections=conns):
-            text = cdr.decode(cdr.STRING, raw).data
-    except Exception:  # noqa: BLE001 - a damaged recording: the description read before the damage will do
-        if text is None:
-            raise
-    return text
-
-
-def _open_input(path: str, summary: ReplaySummary):
-    """A rosbags ``Reader``; for an MCAP recording that rosbags cannot open (cut short: no footer,
-    no summary, or no metadata.yaml), the sequential :class:`~rbd_estimator.ros.mcap_salvage.McapSalvageReader`."""
-    from rosbags.rosbag2 import Reader
-
-    try:
-        reader = Reader(path)
-        reader.open()
-        return reader
-    except Exception as exc:  # noqa: BLE001 - rosbags raises several types for unreadable bags
-        first = f"{type(exc).__name__}: {exc}"
-    from .ros.mcap_salvage import McapSalvageReader
-    if os.path.isdir(path):
-        files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".mcap"))
-    else:
-        files = [path] if path.endswith(".mcap") else []
-    if len(files) == 1:
-        try:
-            reader = McapSalvageReader(files[0])
-        except Exception as exc:  # noqa: BLE001
-            raise ReplayError(f"cannot open input bag '{path}': {first}; reading its MCAP file sequentially "
-                              f"failed too: {exc}") from None
-        summary.salvage = (f"rosbags cannot open '{path}' ({first}): read sequentially up to the damage "
-                           f"({reader.message_count} complete messages)")
-        return reader
-    raise ReplayError(f"cannot open input bag '{path}': {first}. Is it a rosbag2 directory (metadata.yaml plus "
-                      f".mcap or .db3 files)?")
-
-
-def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str | None = None, *,
-               storage: str | None = None, compress: bool = True, namespace: str = "/",
-               node_name: str = "rbd_estimator", collect: bool = False, progress=None,
-               copy_inputs: bool = True):
-    """Replay ``input_path`` into a new bag ``output_path`` (a directory; it must not exist).
-
-    ``xml``: the URDF; None takes the ``robot_description`` parameter of ``config`` or, when empty,
-    the recording's ``robot_description_topic``. ``storage``: ``mcap`` (default; zstd-compressed
-    chunks with ``compress``) or ``sqlite3`` (default when ``output_path`` ends in ``.db3``).
-    ``copy_inputs=False`` writes the estimate topics only (not the input topics the estimate read:
-    about twice as fast, since writing through rosbags' public writer is the replay's main cost).
-    ``progress(done, total)`` is called now and then. Returns ``(summary, replayer)``; a truncated or
-    corrupt recording sets ``summary.error`` (the output holds what was replayed and is a valid bag).
-    Raises :class:`ReplayError` when the replay cannot start.
-    """
-    from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
-    from rosbags.typesys import Stores, get_typestore
-
-    t_start = time.perf_counter()
-    try:
-        settings = NodeSettings.from_parameters(config.node)
-    except ConfigError as exc:
-        raise ReplayError(f"invalid parameters: {exc}") from None
-    storage = _storage_of(output_path, storage)
-    if os.path.exists(output_path):
-        raise ReplayError(f"output '{output_path}' exists already: choose a new path (a bag is a directory)")
-    summary = ReplaySummary(input=input_path, output=output_path)
-    reader = _open_input(input_path, summary)
-    try:
-        if xml is None:
-            xml = settings.robot_description if settings.robot_description.strip() else None
-        if xml is None:
-            topic = resolve(settings.robot_description_topic, namespace, node_name)
-            try:
-                xml = read_description(reader, topic)
-            except Exception as exc:  # noqa: BLE001
-                raise ReplayError(f"cannot read the robot description from '{topic}' in the bag: {exc}") from None
-            if not xml:
-                raise ReplayError(f"no robot description: the parameter 'robot_description' is empty and the bag "
-                                  f"has no std_msgs/String on '{topic}'. Pass --robot-description URDF")
-        try:
-            rep = Replayer(xml, config, namespace=namespace, node_name=node_name, collect=collect)
-        except ConfigError as exc:
-            raise ReplayError(f"invalid parameters: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - planning errors say what to change
-            raise ReplayError(f"cannot plan the estimator: {type(exc).__name__}: {exc}") from None
-        wanted = dict(rep.handlers)
-        desc_topic = resolve(settings.robot_description_topic, namespace, node_name)
-        outputs = {rep.torque_topic, *rep.wrench_topics, rep.state_topic}
-        copy = [c for c in reader.connections
-                if (c.topic in wanted or c.topic == desc_topic) and c.topic not in outputs]
-        if not any(c.topic == rep.js_topic for c in copy):
-            have = ", ".join(sorted({c.topic for c in reader.connections})) or "none"
-            raise ReplayError(f"the recording has no '{rep.js_topic}' ({cdr.JOINT_STATE}), the topic that ticks the "
-                              f"estimator; its topics: {have}. Set joint_states_topic (and the sensor topics) in the "
-                              f"parameters, or --namespace for relative names")
-        for c in copy:
-            if c.topic in wanted and c.msgtype != wanted[c.topic][0]:
-                raise ReplayError(f"topic '{c.topic}' has type {c.msgtype} in the bag; the estimator reads "
-                                  f"{wanted[c.topic][0]} there")
-        ts = get_typestore(Stores.ROS2_JAZZY)
-        writer = Writer(output_path, version=9,
-                        storage_plugin=StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3)
-        if storage == "mcap" and compress:
-            writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
-        writer.open()
-    except BaseException:
-        reader.close()
-        raise
-    first = last = None
-    try:
-        out_conn = {}
-        for c in copy:
-            key = (c.topic, c.msgtype)
-            if key in out_conn or not copy_inputs:
-                continue
-            md = c.msgdef.data if getattr(c, "msgdef", None) is not None else ""
-            if md and c.digest:
-                out_conn[key] = writer.add_connection(c.topic, c.msgtype, msgdef=md, rihs01=c.digest,
-                                                      offered_qos_profiles=c.ext.offered_qos_profiles)
-            else:
-                out_conn[key] = writer.add_connection(c.topic, c.msgtype, typestore=ts,
-                                                      offered_qos_profiles=c.ext.offered_qos_profiles)
-        est_conns = [writer.add_connection(rep.torque_topic, cdr.JOINT_STATE, typestore=ts)]
-        est_conns += [writer.add_connection(t, cdr.WRENCH_STAMPED, typestore=ts) for t in rep.wrench_topics]
-        if rep.state_topic:
-            est_conns.append(writer.add_connection(rep.state_topic, cdr.JOINT_STATE, typestore=ts))
-        out_conns = [out_conn.get((c.topic, c.msgtype)) for c in copy] + est_conns
-        topics = [c.topic for c in copy]
-        counter = [0]
-
-        first_written = 0 if copy_inputs else len(copy)      # connection indices below it are not written
-
-        def write_batch(b):
-            if first_written:
-                b = b.select(b.conn >= first_written)
-            bag_io.write_batch(writer, out_conns, b)
-            counter[0] += len(b)
-
-        def write_one(c, t, data):
-            if c >= first_written:
-                writer.write(out_conns[c], t, data)
-                counter[0] += 1
-
-        total = sum(c.msgcount for c in copy) or reader.message_count
-        n = 0
-        decode_errors = {}
-        t_loop = time.perf_counter()
-        try:
-            for batch in bag_io.iter_batches(reader, copy, max_messages=8192):
-                if not len(batch):
-                    continue
-                if first is None:
-                    first = int(batch.time[0])
-                last = int(batch.time[-1])
-                n += len(batch)
-                for topic, m in rep.feed_batch(batch, topics, write_batch, write_one).items():
-                    decode_errors[topic] = decode_errors.get(topic, 0) + m
-                if progress is not None:
-                    progress(n, total)
-        except Exception as exc:  # noqa: BLE001 - truncated or corrupt storage
-            summary.error = (f"input bag '{input_path}' is truncated or corrupt: reading stopped after "
-                             f"{n} messages ({type(exc).__name__}: {exc}). The output holds the replay up to "
-                             f"that point")
-        else:
-            if last is not None:
-                rep._emit = lambda j, t, data: write_one(len(copy) + j, t, data)
-                rep.finish(last)
-        summary.loop_seconds = time.perf_counter() - t_loop
-        if progress is not None:
-            progress(n, total)
-        summary.messages_read = n
-        summary.messages_written = counter[0]
-        summary.undecodable = decode_errors
-    finally:
-        writer.close()
-        reader.close()
-    summary.ticks, summary.estimates = rep.core.ticks, rep.core.outputs
-    summary.stale_timer_ticks = rep.stale_timer_ticks
-    summary.received, summary.rejected = rep.input_stats()
-    summary.bag_seconds = (last - first) * 1e-9 if first is not None else 0.0
-    summary.wall_seconds = time.perf_counter() - t_start
-    return summary, rep
-
-
-def load_config(params_path: str, node_name: str | None = None) -> SensorConfig:
-    try:
-        return SensorConfig.from_yaml(params_path, node_name, NODE_KEYS)
-    except ConfigError as exc:
-        raise ReplayError(f"invalid parameter file: {exc}") from None
-
-
-# ============================================================================ plot
-def plot(results: dict, path: str, max_joints: int = 6) -> None:
-    """Torques (up to ``max_joints``, the largest) and contact forces/torques over time."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    t = (results["times"] - results["times"][0]) * 1e-9 if len(results["times"]) else np.zeros(0)
-    tau, w = results["tau"], results["wrenches"]
-    nc = w.shape[1]
-    fig, axes = plt.subplots(1 + 2 * max(nc, 0) if nc else 1, 1, figsize=(11, 3 + 2.2 * (2 * nc)), sharex=True,
-                             squeeze=False)
-    axes = axes[:, 0]
-    ax = axes[0]
-    if len(tau):
-        order = np.argsort(-np.abs(tau).max(axis=0))[:max_joints]
-        for k in order:
-            ax.plot(t, tau[:, k], lw=1.0, label=results["joint_names"][k])
-        ax.legend(loc="upper right", fontsize=7, ncol=2)
-    ax.set_ylabel("torque (N·m)")
-    ax.set_title("joint torques (largest)")
-    for c, name in enumerate(results["contact_names"]):
-        for j, (lab, unit) in enumerate((("f", "N"), ("t", "N·m"))):
-            ax = axes[1 + 2 * c + j]
-            for comp, axis in enumerate("xyz"):
-                ax.plot(t, w[:, c, 3 * j + comp], lw=1.0, label=f"{lab}{axis}")
-            ax.set_ylabel(f"{name} ({unit})")
-            ax.legend(loc="upper right", fontsize=7, ncol=3)
-    axes[-1].set_xlabel("time since the first estimate (s)")
-    fig.suptitle("rbd_estimator replay: joint torques and contact wrenches")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-class Progress:
-    """A one-line text progress bar on stderr (redrawn at most every 0.2 s)."""
-
-    def __init__(self, stream=None, width: int = 30):
-        self.stream = stream or sys.stderr
-        self.width = width
-        self._last = 0.0
-        self._t0 = time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if now - self._last < 0.2 and done < total:
-            return
-        self._last = now
-        frac = min(1.0, done / total) if total else 1.0
-        bar = "#" * int(frac * self.width)
-        self.stream.write(f"\r[{bar:<{self.width}}] {100 * frac:5.1f}%  {done}/{total} messages  "
-                          f"{now - self._t0:.1f} s")
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
-
-
-__all__ = ["Replayer", "ReplayError", "ReplaySummary", "replay_bag", "load_config", "plot", "resolve"]
