@@ -360,7 +360,7 @@ def test_write_errors_as_rosbags(tmp_path):
         write_batch(Writer(tmp_path / "c", version=9), conns, as_batch([(0, T0, b"")]))
 
 
-BAG_MODULES = ("ros/bag_io.py", "ros/mcap_salvage.py", "ros/batch.py", "replay.py")
+BAG_MODULES = ("ros/bag_io.py", "ros/mcap_salvage.py", "ros/batch.py", "replay/replayer.py", "replay/bag.py")
 
 
 def test_no_private_attribute_of_another_library():
