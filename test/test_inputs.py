@@ -311,4 +311,4 @@ def test_joint_states_that_also_carry_mimic_joints_are_accepted():
     msg = T["sensor_msgs/msg/JointState"](header=_header(13 * MS), name=full, position=pos, velocity=vel,
                                           effort=np.r_[9.0, 2.5, np.zeros(7)])
     assert inp.on_joint_torques(msg, 4)
-    assert inp.joint_torques_for(["panda_joint1"])[0] == 2.5
+    assert inp.slots["panda_joint1"].value[0] == 2.5

@@ -153,11 +153,8 @@ class Estimator(EstimatorInterface):
             model=self.model, config=self.config, layout=self._layout, joint_of_body=self._jofb,
             imu=(self._imu_body, self._imu_E, self._imu_r), sol_col=self._sol_col, n_out=self.data.out.size,
             redundant=self._report.redundant, offsets=o, imu_y=self._imu_y, n_imu=self._n_imu,
-            install=self.data.install, convert=self._converted,
+            install=self.data.install, convert=self._pack,
             reference=lambda q, dq, ddq, y: self._generic(q, dq, ddq, y).copy())
-
-    def _converted(self, q, dq, ddq, y) -> tuple:
-        return self._pack(q, dq, ddq, y)
 
     # ------------------------------------------------------------------ names
     @property

@@ -418,20 +418,5 @@ class SensorInputs:
             parts.append(np.arange(v, v + s.size))
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
-    def ft_for(self, names) -> np.ndarray | None:
-        """``(len(names), 6)`` readings in ``names`` order (no copy for the full set)."""
-        if not names:
-            return None
-        if names == self.ft_names:
-            return self.ft_matrix
-        return np.stack([self.slots[n].value for n in names])
-
-    def joint_torques_for(self, names) -> np.ndarray | None:
-        if not names:
-            return None
-        if names == self.jt_names:
-            return self.jt_vector
-        return np.array([self.slots[n].value[0] for n in names])
-
 
 _EMPTY = frozenset()
