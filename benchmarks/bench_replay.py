@@ -78,7 +78,7 @@ def breakdown(path: str, config, tmp: str, repeat: int) -> dict:
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, Reader, StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
     from rbd_estimator.replay import Replayer, read_description
-    from rbd_estimator.ros import bag_io
+    from rbd_estimator.replay import bag_io
     r = Reader(path)
     r.open()
     xml = read_description(r, "/robot_description")
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     from rbd_estimator.replay import load_config, replay_bag
-    from rbd_estimator.ros import bag_io
+    from rbd_estimator.replay import bag_io
     config = load_config(PARAMS)
     tmp = tempfile.mkdtemp(prefix="bench_replay_")
     try:

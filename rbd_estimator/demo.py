@@ -9,7 +9,7 @@
    by prescribed wrenches that carry its weight (shared between them, upward, with torques that
    cancel its moment about the centre of mass; the foot in the air carries nothing). The walking
    controller's contact state is published on ``contact_command`` (``contact.<name>.mode:
-   commanded``, see :mod:`rbd_estimator.ros.contact_state`); ``--stand`` keeps both feet down.
+   commanded``, see :mod:`rbd_estimator.runtime.contact_state`); ``--stand`` keeps both feet down.
    PD controllers with an inverse-dynamics
    feedforward (:func:`rbd_estimator.dynamics.rnea`) track joint sinusoids. The motion is integrated at ``--rate``
    with the package's own articulated-body algorithm (:func:`rbd_estimator.dynamics.aba`, floating
@@ -43,7 +43,7 @@ from .dynamics import aba, crba, rnea
 from .dynamics.kinematics import joint_transform
 from .spatial import inertia_from_mcI, plux
 from .estimation import SensorConfig, estimator_for
-from .ros.params import NODE_KEYS
+from .runtime.params import NODE_KEYS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -376,7 +376,7 @@ def main(argv=None) -> int:
                    log=lambda s: print(s, flush=True), walk=not args.stand)
     print(f"  done in {time.monotonic() - t0:.1f} s", flush=True)
 
-    from .ros.demo_runner import run_node_and_publish   # the ROS side (rclpy, messages)
+    from .replay.demo_runner import run_node_and_publish   # the ROS side (rclpy, messages)
     # the demo loses no sensor: skip the background plans for sensor losses
     overrides = {"prepare_fallbacks": False}
     if not args.stand:      # the walking controller commands the contact state

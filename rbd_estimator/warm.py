@@ -51,8 +51,8 @@ def warm(names=None, log=print) -> int:
     from .estimation import SensorConfig
     from .estimation.loops import estimator_for
     from .jit import cache_root, compile_timer
-    from .ros.inputs import SensorInputs
-    from .ros.params import NODE_KEYS, NodeSettings
+    from .runtime.inputs import SensorInputs
+    from .runtime.params import NODE_KEYS, NodeSettings
     t0, done = time.perf_counter(), 0
     with compile_timer() as compiled:
         for name in names or robots.SHIPPED:

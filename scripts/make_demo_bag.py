@@ -60,7 +60,7 @@ def write_bag(path, xml, rec, rate, storage="mcap"):
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 
-    from rbd_estimator.ros import cdr
+    from rbd_estimator.runtime import cdr
 
     ts = get_typestore(Stores.ROS2_JAZZY)
     Time = ts.types["builtin_interfaces/msg/Time"]

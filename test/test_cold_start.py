@@ -35,7 +35,7 @@ node = EstimatorNode(parameter_overrides=[Parameter("robot_description", value=x
 ret = node.trigger_configure()
 print("PACKAGE", jit.PACKAGE_DIR)
 print("CACHE", jit.cache_root())
-print("STATE", node._state, ret)
+print("STATE", node.lifecycle_state, ret)
 node.destroy_node()
 rclpy.shutdown()
 """

@@ -9,7 +9,7 @@ import pytest
 
 from rbd_estimator import ConfigError
 from rbd_estimator.estimation import SensorConfig
-from rbd_estimator.ros.params import NODE_KEYS, NodeSettings
+from rbd_estimator.runtime.params import NODE_KEYS, NodeSettings
 
 ICUB_YAML = """
 rbd_estimator:

@@ -407,7 +407,7 @@ def test_mimic_robot_with_switchable_contacts():
     import os
 
     from rbd_estimator.estimation import LoopEstimator
-    from rbd_estimator.ros.contact_state import ContactState
+    from rbd_estimator.runtime.contact_state import ContactState
     path = os.path.join(os.path.dirname(robots.urdf_file("talos")), "talos_full_v2.urdf")
     cfg = switchable(SensorConfig.from_yaml(robots.params_file("talos")))
     est = estimator_for(_read(path), cfg)
@@ -421,11 +421,11 @@ def test_mimic_robot_with_switchable_contacts():
 
 
 def test_contact_commands_hold_until_the_next_and_time_out(go2):
-    """The node's contact state (``ros/contact_state.py``): before any command every commanded
+    """The node's contact state (``runtime/contact_state.py``): before any command every commanded
     contact is in contact; a command holds until the next; after ``contact_command_timeout`` the
     commanded contacts are taken as in contact again, with source 3 (timed out); unknown names are
     counted, not applied."""
-    from rbd_estimator.ros.contact_state import COMMAND_TIMED_OUT, COMMANDED, ContactState
+    from rbd_estimator.runtime.contact_state import COMMAND_TIMED_OUT, COMMANDED, ContactState
     _, _, est = go2
     cs = ContactState(est, command_timeout=0.5)
     ms = 1_000_000

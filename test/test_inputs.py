@@ -1,4 +1,4 @@
-"""The node's compiled input handling (rbd_estimator.ros.input_core via SensorInputs), without ROS.
+"""The node's compiled input handling (rbd_estimator.runtime.input_core via SensorInputs), without ROS.
 
 Messages are serialized by rosbags' typestore (an independent CDR implementation); the expected
 values are the ones put in. Checks: decoding and gathering by name, the derivative filter, the
@@ -20,9 +20,9 @@ from rosbags.typesys import Stores, get_typestore  # noqa: E402
 
 from rbd_estimator.estimation import SensorConfig  # noqa: E402
 from rbd_estimator.model.robot_model import RobotModel  # noqa: E402
-from rbd_estimator.ros import input_core as core  # noqa: E402
-from rbd_estimator.ros.inputs import SensorInputs  # noqa: E402
-from rbd_estimator.ros.params import NodeSettings  # noqa: E402
+from rbd_estimator.runtime import input_core as core  # noqa: E402
+from rbd_estimator.runtime.inputs import SensorInputs  # noqa: E402
+from rbd_estimator.runtime.params import NodeSettings  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 URDF = os.path.join(ROOT, "urdf", "humanoid.urdf")
@@ -253,7 +253,7 @@ import sys, numpy as np
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[1] + "/test")
 from test_inputs import _inputs, joint_state, imu, wrench, cells
-from rbd_estimator.ros import input_core as core
+from rbd_estimator.runtime import input_core as core
 rng = np.random.default_rng(11)
 inp, config, _ = _inputs("loadcell_humanoid.yaml")
 names = list(inp.joint_names)

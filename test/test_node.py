@@ -131,7 +131,7 @@ def wait_taken(node, before: dict, expect, k) -> None:
     of every sensor in ``expect`` than the ``before`` counts of ``node.input_counts()``."""
     assert wait_until(lambda: all(node.input_counts().get(n, 0) > before.get(n, 0) for n in expect), 10.0), (
         f"the node did not take the sensor samples of frame {k}: {before} -> {node.input_counts()}",
-        {n: dict(s.rejected) for n, s in node._inputs.slots.items()})
+        {n: dict(s.rejected) for n, s in node.session.inputs.slots.items()})
 
 
 def rss_kb():
@@ -617,7 +617,7 @@ def test_reconfiguration_while_active(ros, humanoid):
         assert not result.successful and "deactivate" in result.reason
         # node-only parameters that apply at once
         assert ros.set_parameters(node, {"acceleration_cutoff_hz": 50.0}).successful
-        assert node._inputs.filter_time_constant == pytest.approx(1 / (2 * np.pi * 50.0), rel=1e-15)
+        assert node.session.inputs.filter_time_constant == pytest.approx(1 / (2 * np.pi * 50.0), rel=1e-15)
         assert node.get_parameter("contacts").value == ["l_foot", "r_foot", "l_hand"]
         for _ in range(3):
             sim.step(k)
@@ -794,15 +794,15 @@ def test_timer_tick_uses_latest_samples_until_joint_states_time_out(ros, arm):
         assert sim.error(1) <= TOL
         time.sleep(STALL_TOLERANT + 0.5)                                 # joint states now older than the timeout
         # counted where the node publishes (delivery to this process's subscriber may lag on a loaded machine)
-        n = node._core.outputs
+        n = node.session.core.outputs
         time.sleep(0.2)
-        assert node._core.outputs == n                                   # no estimate from stale joint states
+        assert node.session.core.outputs == n                                   # no estimate from stale joint states
         lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v["stale_timer_ticks"]) > 0)
 
 
 # ============================================================================ the derivative filter
 def test_derivative_filter_equations():
-    from rbd_estimator.ros.filters import DerivativeFilter
+    from rbd_estimator.runtime.filters import DerivativeFilter
     f = DerivativeFilter(2, cutoff_hz=20.0, max_gap=0.1)
     a = np.array([1.5, -2.0])
     t = np.cumsum([0, 1_000_000, 1_300_000, 700_000, 1_000_000])          # irregular stamps, ns

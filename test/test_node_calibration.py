@@ -31,7 +31,7 @@ from rbd_estimator import SensorConfig, estimator_for  # noqa: E402
 from rbd_estimator.demo import nominal_pose  # noqa: E402
 from rbd_estimator.estimation.synthetic import measure  # noqa: E402
 from rbd_estimator.node import EstimatorNode, spin_resuming  # noqa: E402
-from rbd_estimator.ros.params import NodeSettings  # noqa: E402
+from rbd_estimator.runtime.params import NodeSettings  # noqa: E402
 from rbd_estimator.errors import ConfigError  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -219,7 +219,7 @@ def test_calibration_refuses_while_moving_and_succeeds_when_still(standing):
         k0 = rig.k
         assert wait_until(lambda: rig.node.input_counts()["l_foot_ft_sensor"] > k0 + 3 or rig.k > k0 + 20)
         time.sleep(0.05)
-        inp = rig.node._inputs
+        inp = rig.node.session.inputs
         assert np.abs(inp.ft_matrix - np.array(r.ft)).max() < 1e-6
         assert np.abs(inp.ft_raw_matrix - inp.ft_matrix - np.array([OFFSETS.get(n, [0.0] * 6)
                                                                    for n in est.ft_names])).max() < 1e-9

@@ -39,16 +39,16 @@ class WalkingSim(Sim):
         self.states[stamp_of(msg)] = (list(msg.name), np.array(msg.position), np.array(msg.velocity))
 
     def command(self, k):
-        if self.node._contacts.detector is not None:
+        if self.node.session.contacts.detector is not None:
             return                                   # detected: the node decides from the force-torque sensors
         active = self.traj.frame(k)["active"]          # every frame, as a controller publishing at its rate
         m = JointState()
         m.header.stamp = time_msg(self.traj.stamp(k))
         m.name = list(self.traj.est.contact_names)
         m.position = [1.0 if a else 0.0 for a in active]
-        before = self.node._contacts.commands
+        before = self.node.session.contacts.commands
         self.cmd.publish(m)
-        assert wait_until(lambda: self.node._contacts.commands > before, 10.0), "contact command not taken"
+        assert wait_until(lambda: self.node.session.contacts.commands > before, 10.0), "contact command not taken"
 
     def walk(self, k, expect_output=True):
         self.command(k)

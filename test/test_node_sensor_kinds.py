@@ -129,7 +129,7 @@ def test_foot_normal_force_and_contact_force_sensors_end_to_end(ros, xml):
         assert max(errors) <= REL_TOL, f"largest relative error {max(errors):.3g}"
         last = sim.traj.frame(n - 1)["readings"].readings
         for name in ("l_fz", "r_fz", "l_f3", "r_f3"):
-            assert np.array_equal(node._inputs.slots[name].value, last[name])
+            assert np.array_equal(node.session.inputs.slots[name].value, last[name])
         assert sim.all_finite()
         # a foot-force message with two elements is rejected and counted; estimates go on
         sim.arrays["l_fz"].publish(Float64MultiArray(data=[1.0, 2.0]))

@@ -30,7 +30,7 @@ from rosbags.typesys import Stores, get_typestore  # noqa: E402
 from rbd_estimator import cli  # noqa: E402
 from rbd_estimator.estimation import SensorConfig  # noqa: E402
 from rbd_estimator.replay import ReplayError, load_config, replay_bag  # noqa: E402
-from rbd_estimator.ros import cdr  # noqa: E402
+from rbd_estimator.runtime import cdr  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAG = os.path.join(ROOT, "test", "data", "demo_humanoid")
@@ -400,7 +400,7 @@ def _eventful(tmp_path):
 
 
 def test_compiled_batch_loop_and_per_message_path_agree(tmp_path, monkeypatch):
-    """The replay's compiled loop (rbd_estimator.ros.batch) against the per-message path the live
+    """The replay's compiled loop (rbd_estimator.runtime.batch) against the per-message path the live
     node takes (SensorInputs.on_message + TickCore.tick), on a recording full of events: the same
     output bag, message for message, and the same counters."""
     from rbd_estimator.replay import Replayer

@@ -23,8 +23,8 @@ from kinds_truth import FEET_SENSORS, PAYLOAD, REL_TOL, PinTruth, humanoid_dict,
 
 from rbd_estimator import IllPosedError, SensorConfig, estimator_for  # noqa: E402
 from rbd_estimator.replay import Replayer, replay_bag  # noqa: E402
-from rbd_estimator.ros import cdr  # noqa: E402
-from rbd_estimator.ros.params import NODE_KEYS  # noqa: E402
+from rbd_estimator.runtime import cdr  # noqa: E402
+from rbd_estimator.runtime.params import NODE_KEYS  # noqa: E402
 from rbd_estimator.sensors import ContactForce, ExternalWrench, FootForce  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -206,8 +206,8 @@ def test_recorded_foot_forces_decode_exactly_into_their_slots():
     accepted and its slot holds exactly the logged float; the joint states (26 joints) are taken by
     the model whose wrists are fixed, and rejected as ``missing_joint`` by the full 32-joint model."""
     from rbd_estimator.model.robot_model import RobotModel
-    from rbd_estimator.ros.inputs import SensorInputs
-    from rbd_estimator.ros.params import NodeSettings
+    from rbd_estimator.runtime.inputs import SensorInputs
+    from rbd_estimator.runtime.params import NodeSettings
     cfg = icub_config()
     settings = NodeSettings.from_parameters(cfg.node)
     msgs = logged(("/foot_force/left", "/foot_force/right", "/joint_states"), count=20)

@@ -14,7 +14,7 @@ import pytest
 from groundtruth import GroundTruth
 
 from rbd_estimator import SensorConfig, estimator_for, robots
-from rbd_estimator.ros.oracle import PinocchioOracle
+from rbd_estimator.runtime.oracle import PinocchioOracle
 
 REAL = ["talos", "go2", "g1"]
 
@@ -48,7 +48,7 @@ def test_shipped_robot_estimates_torques_and_contact_wrenches(shipped):
 
 
 def test_pinocchio_cross_check_agrees_on_shipped_robot(shipped):
-    """The node's cross-check (ros/oracle.py) recomputes the torques with pinocchio from the
+    """The node's cross-check (runtime/oracle.py) recomputes the torques with pinocchio from the
     estimate: its residual is round-off on a noise-free sample."""
     name, xml, cfg, est, gt = shipped
     oracle = PinocchioOracle(xml, cfg.floating_base, est.joint_names, est.contact_frames, cfg.imu.frame)

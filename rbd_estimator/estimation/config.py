@@ -21,7 +21,7 @@ Every key is checked: a key under a group must be a field of that group's kind (
 is a :class:`ConfigError` naming ``contact.FL.mode``), under a name its list parameter lists.
 Top-level keys the sensor schema does not own (the node's parameters, the loop declarations of
 :mod:`rbd_estimator.model.loops`) are kept in :attr:`SensorConfig.node`; the reader of those passes
-their names as ``node_keys`` (the node and the replay pass ``rbd_estimator.ros.params.NODE_KEYS``)
+their names as ``node_keys`` (the node and the replay pass ``rbd_estimator.runtime.params.NODE_KEYS``)
 and any other top-level key is refused too.
 
 Units: SI. Standard deviations are per axis (N, N·m, m/s², rad/s², N·m or N for joint torques).
@@ -112,7 +112,7 @@ class SensorConfig:
             flat: parameter name → value.
             node_keys: the top-level parameters that belong to the caller, which reads them from
                 :attr:`node` (a name ending in ``.`` admits every key under it, e.g. ``ft_offsets.``);
-                the node and the replay pass ``rbd_estimator.ros.params.NODE_KEYS``. A top-level key
+                the node and the replay pass ``rbd_estimator.runtime.params.NODE_KEYS``. A top-level key
                 that is neither a sensor kind's, the contacts', a loop declaration's nor one of these
                 is a :class:`ConfigError` naming the closest valid key. ``None`` (a library user reading
                 the node's parameter file): such keys are kept in :attr:`node` unchecked, for their

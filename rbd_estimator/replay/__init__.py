@@ -4,15 +4,15 @@
 
 Reads the joint-state, IMU, force-torque and load-cell topics the node would subscribe to with the
 same parameters, feeds every message, in the recording's order, to the same
-:class:`~rbd_estimator.ros.inputs.SensorInputs` (validation, derivative filters, latest samples)
-and :class:`~rbd_estimator.ros.tick.TickCore` (freshness against the sensor timeouts, plan for the
+:class:`~rbd_estimator.runtime.inputs.SensorInputs` (validation, derivative filters, latest samples)
+and :class:`~rbd_estimator.runtime.tick.TickCore` (freshness against the sensor timeouts, plan for the
 missing sensors, estimate) the live node uses, and writes the input topics plus the estimate topics
 (``<namespace>/<node>/joint_torques``, ``<namespace>/<node>/contact_wrenches/<contact>``) to a new
 bag, and, when contacts are switchable, the contact state of every tick
 (``<namespace>/<node>/contact_state``, as the node publishes it; with fixed contacts the node's
 contact state is the same every tick, all in contact, and is not written). Reading and writing go
 through the public APIs of the ``rosbags`` package (and of the ``mcap`` package, which reads MCAP
-recordings chunk by chunk: :mod:`rbd_estimator.ros.bag_io`): no ROS installation is needed.
+recordings chunk by chunk: :mod:`rbd_estimator.replay.bag_io`): no ROS installation is needed.
 
 Time: the node's clock ("now", against which freshness is measured) is the time the recorder
 received each message (the bag's log time), as the live node uses the middleware's receipt time.

@@ -1,5 +1,5 @@
 """Replaying a rosbag2 recording into a new bag: :func:`replay_bag` (reading, the :class:`~.replayer.Replayer`,
-writing, through :mod:`rbd_estimator.ros.bag_io`) and :func:`load_config`."""
+writing, through :mod:`rbd_estimator.replay.bag_io`) and :func:`load_config`."""
 from __future__ import annotations
 
 import os
@@ -7,8 +7,9 @@ import time
 
 from ..errors import ConfigError
 from ..estimation import SensorConfig
-from ..ros import bag_io, cdr
-from ..ros.params import NODE_KEYS, NodeSettings
+from . import bag_io
+from ..runtime import cdr
+from ..runtime.params import NODE_KEYS, NodeSettings
 from .replayer import ReplayError, ReplaySummary, Replayer, resolve
 
 STORAGES = ("mcap", "sqlite3")
@@ -39,7 +40,7 @@ def read_description(reader, topic: str) -> str | None:
 
 def _open_input(path: str, summary: ReplaySummary):
     """A rosbags ``Reader``; for an MCAP recording that rosbags cannot open (cut short: no footer,
-    no summary, or no metadata.yaml), the sequential :class:`~rbd_estimator.ros.mcap_salvage.McapSalvageReader`."""
+    no summary, or no metadata.yaml), the sequential :class:`~rbd_estimator.replay.mcap_salvage.McapSalvageReader`."""
     from rosbags.rosbag2 import Reader
 
     try:
@@ -48,7 +49,7 @@ def _open_input(path: str, summary: ReplaySummary):
         return reader
     except Exception as exc:  # noqa: BLE001 - rosbags raises several types for unreadable bags
         first = f"{type(exc).__name__}: {exc}"
-    from ..ros.mcap_salvage import McapSalvageReader
+    from .mcap_salvage import McapSalvageReader
     if os.path.isdir(path):
         files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".mcap"))
     else:
@@ -123,9 +124,9 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                               f"estimator; its topics: {have}. Set joint_states_topic (and the sensor topics) in the "
                               f"parameters, or --namespace for relative names")
         for c in copy:
-            if c.topic in wanted and c.msgtype != wanted[c.topic][0]:
+            if c.topic in wanted and c.msgtype != wanted[c.topic].message:
                 raise ReplayError(f"topic '{c.topic}' has type {c.msgtype} in the bag; the estimator reads "
-                                  f"{wanted[c.topic][0]} there")
+                                  f"{wanted[c.topic].message} there")
         ts = get_typestore(Stores.ROS2_JAZZY)
         writer = Writer(output_path, version=9,
                         storage_plugin=StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3)
@@ -192,7 +193,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                              f"that point")
         else:
             if last is not None:
-                rep._emit = lambda j, t, data: write_one(len(copy) + j, t, data)
+                rep.sink(write_one, len(copy))
                 rep.finish(last)
         summary.loop_seconds = time.perf_counter() - t_loop
         if progress is not None:

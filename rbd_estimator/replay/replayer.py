@@ -7,14 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..estimation import SensorConfig
-from ..ros import cdr
-from ..ros.input_core import CDR_ERROR
-from ..ros.inputs import SensorInputs
-from ..ros.params import NodeSettings
-from ..ros.plans import PlanSet
-from ..ros.tick import TickCore
-from ..ros.contact_state import ContactState
-from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
+from ..runtime.input_core import CDR_ERROR
+from ..runtime.session import Session
 
 
 class ReplayError(RuntimeError):
@@ -79,136 +73,114 @@ def resolve(topic: str, namespace: str, node_name: str) -> str:
 
 
 class Replayer:
-    """The node's tick logic over recorded messages (see the module docstring).
+    """The node's session over recorded messages (see the module docstring).
 
     ``config`` is a :class:`SensorConfig` whose ``node`` part holds the node parameters (as
-    :meth:`SensorConfig.from_yaml` reads them from the node's parameter file).
+    :meth:`SensorConfig.from_yaml` reads them from the node's parameter file). Every message goes
+    through the :class:`~rbd_estimator.runtime.session.Session` handlers the node calls; the
+    steady state of a recording runs in the session's compiled batch loop
+    (:mod:`~rbd_estimator.runtime.batch`).
     """
 
     def __init__(self, xml: str, config: SensorConfig, namespace: str = "/", node_name: str = "rbd_estimator",
                  collect: bool = False):
-        self.config = config
-        self.settings = NodeSettings.from_parameters(config.node)
-        self.settings.check_ft_offsets(config)
-        self.plans = PlanSet(xml, config, PlanSet.plan(xml, config, strict=self.settings.strict_model))
-        est = self.plans.main.estimator
-        self.joint_names, self.contact_names = est.joint_names, est.contact_names
-        self.inputs = SensorInputs.for_estimator(est, config, self.settings)
-        self.core = TickCore(request_plan=lambda plans, missing: plans.prepare(missing))
-        s = self.settings
+        self.session = s = Session(xml, config)
+        self.config, self.settings = config, s.settings
+        self.joint_names, self.contact_names = s.joint_names, s.contact_names
         self.namespace, self.node_name = namespace, node_name
         r = lambda t: resolve(t, namespace, node_name)  # noqa: E731
-        self.js_topic = r(s.joint_states_topic)
-        self.jt_from_js = bool(config.joint_torque_sensors) and s.joint_torque_source() == s.joint_states_topic
-        # topic → (message type, handler(raw bytes, now) → input_core code)
-        self.handlers: dict = {self.js_topic: (cdr.JOINT_STATE, self._on_joint_state)}
-        if config.joint_torque_sensors and not self.jt_from_js:
-            self.handlers[r(s.joint_torque_source())] = (cdr.JOINT_STATE, self._on_joint_torques)
-        self.contacts = ContactState(est, s.contact_command_timeout)
-        if any(c.mode == "commanded" for c in config.contacts):
-            self.handlers[r(s.contact_command_topic)] = (cdr.JOINT_STATE, self._on_contact_command)
-        types = {IMU_MESSAGE: cdr.IMU, WRENCH_MESSAGE: cdr.WRENCH_STAMPED, ARRAY_MESSAGE: cdr.FLOAT64_MULTI_ARRAY}
-        self._sensor_slots = {}                         # topic → input slot (read by the compiled loop)
-        for name, slot in self.inputs.slots.items():
-            if slot.kind in types:
-                self.handlers[r(slot.topic)] = (types[slot.kind], _bind(self.inputs.on_message, slot.index))
-                self._sensor_slots[r(slot.topic)] = slot.index
+        #: resolved topic → :class:`~rbd_estimator.runtime.session.Input` (type, handler)
+        self.handlers = {r(i.topic): i for i in s.inputs_needed()}
+        self.js_topic = r(s.settings.joint_states_topic)
+        self._sensor_slots = {r(i.topic): s.inputs.slot_index(i.key[1]) for i in self.handlers.values()
+                              if i.key[0] == "sensor"}          # topic → input slot (read by the compiled loop)
+        # the output connections after the inputs': joint torques, contact wrenches, contact state (switchable)
+        outputs = ["~/joint_torques", *s.wrench_topics] + ["~/contact_state"] * s.contacts.switchable
+        self._output_index = {o: k for k, o in enumerate(outputs)}
         self.torque_topic = r("~/joint_torques")
-        self.wrench_topics = [r(f"~/contact_wrenches/{c}") for c in est.contact_names]
-        # ~/contact_state (switchable contacts): written after the estimate topics, before each estimate
-        self.state_topic = r("~/contact_state") if self.contacts.switchable else None
-        self._state_enc = cdr.ContactStateEncoder(self.contacts.names) if self.state_topic else None
-        self._state_conn = 1 + len(est.contact_names)      # its output index, after torques and wrenches
-        # the output messages as the node serializes them (cdr encoders), stamp and values set per estimate
-        tau0 = cdr.JointTorquesEncoder(est.joint_names).encode(0, 0, np.zeros(len(est.joint_names)))
-        self._templates = [np.frombuffer(tau0, np.uint8)]
-        self._templates += [np.frombuffer(cdr.WrenchStampedEncoder(f).encode(0, 0, np.zeros(6)), np.uint8)
-                            for f in est.contact_frames]
-        self.tick_on_js = s.tick == "joint_states"
-        self.period_ns = int(round(1e9 / s.rate_hz))
+        self.wrench_topics = [r(t) for t in s.wrench_topics]
+        self.state_topic = r("~/contact_state") if s.contacts.switchable else None
+        # the output messages as the node serializes them, stamp and values set per estimate (batches)
+        self._templates = [np.frombuffer(s.torque_encoder.encode(0, 0, np.zeros(len(self.joint_names))), np.uint8)]
+        self._templates += [np.frombuffer(e.encode(0, 0, np.zeros(6)), np.uint8) for e in s.wrench_encoders]
+        self.tick_on_js = s.tick_on_js
+        self.period_ns = int(round(1e9 / s.settings.rate_hz))
         self._next_timer = None
-        self._emit = None
         self.collect = collect
         self.times, self.stamps, self.tau, self.wrenches = [], [], [], []
-        self.stale_timer_ticks = 0
+        self._last_now = 0
 
-    # ------------------------------------------------------------------ the node's callbacks
-    def _on_joint_state(self, raw, now: int) -> int:
-        code = self.inputs.on_message(0, raw, now)
-        if self.jt_from_js and code != CDR_ERROR:
-            self._on_joint_torques(raw, now)
-        if code == 1 and self.tick_on_js:
-            self._tick(now, self.inputs.joint_states.stamp_ns)
-        return code
+    inputs = property(lambda self: self.session.inputs, doc="the session's input state")
+    plans = property(lambda self: self.session.plans, doc="the session's plans")
+    core = property(lambda self: self.session.core, doc="the session's tick and its counters")
+    contacts = property(lambda self: self.session.contacts, doc="the session's contact state")
+    stale_timer_ticks = property(lambda self: self.session.stale_timer_ticks)
 
-    def _on_joint_torques(self, raw, now: int) -> int:
-        try:
-            msg = cdr.decode(cdr.JOINT_STATE, raw)
-        except cdr.CdrError:
-            return CDR_ERROR
-        return int(self.inputs.on_joint_torques(msg, now))
+    def sink(self, write_one, n_inputs: int) -> None:
+        """Write what the session emits through ``write_one(connection index, log time, bytes)``; the
+        estimate outputs come after the ``n_inputs`` input connections."""
+        index = self._output_index
 
-    def _on_contact_command(self, raw, now: int) -> int:
-        try:
-            msg = cdr.decode(cdr.JOINT_STATE, raw)
-        except cdr.CdrError:
-            return CDR_ERROR
-        self.contacts.command(msg.name, msg.position, now)
-        return 1
+        def emit(topic, now, data):
+            write_one(n_inputs + index[topic], now, data)
+        self.session.emit = emit
 
     def _timer_until(self, now: int) -> None:
         """Timer ticks (``tick: timer``) due before ``now``, as the node's timer at ``rate_hz``."""
         if self._next_timer is None:
             self._next_timer = now
-        js = self.inputs.joint_states
         while self._next_timer < now:
             t = self._next_timer
             self._next_timer += self.period_ns
-            if not js.ready or not js.fresh(t):
-                self.stale_timer_ticks += 1
-                continue
-            self._tick(t, js.stamp_ns)
+            self._tick_at(t)
+
+    def _tick_at(self, t: int) -> None:
+        js = self.inputs.joint_states
+        before = self.core.outputs
+        self.session.on_timer(t)
+        if self.collect and self.core.outputs > before:
+            self._collect_last(t, js.stamp_ns)
+
+    def _collect_last(self, now: int, stamp: int) -> None:
+        r = self.core.last_result
+        self.times.append(now)
+        self.stamps.append(stamp)
+        self.tau.append(np.array(r.tau))
+        self.wrenches.append(np.array(r.contact_wrenches))
 
     def _tick(self, now: int, stamp: int) -> None:
-        out = self.core.tick(self.inputs, self.plans, now, self.contacts)
-        if self._state_enc is not None and self._emit is not None:   # every tick, estimate or not, as the node
-            c = self.contacts
-            sec, nsec = divmod(stamp, 1_000_000_000)
-            self._emit(self._state_conn, now, self._state_enc.encode(sec, nsec, c.position, c.source, c.force))
-        if out is None:
-            return
-        _, r = out
-        if self._emit is not None:                  # the same serialization as the batches'
-            rows = self._encode(r.tau[None, :], r.contact_wrenches.reshape(1, -1), np.array([stamp], np.int64))
-            for j, e in enumerate(rows):
-                self._emit(j, now, e[0].tobytes())
-        if self.collect:
-            self.times.append(now)
-            self.stamps.append(stamp)
-            self.tau.append(np.array(r.tau))
-            self.wrenches.append(np.array(r.contact_wrenches))
+        before = self.core.outputs
+        self.session.tick(now, stamp)
+        if self.collect and self.core.outputs > before:
+            self._collect_last(now, stamp)
 
     def feed(self, topic: str, raw, now: int) -> int:
         """One serialized message received at ``now`` (ns) on ``topic`` (resolved name); returns
-        the input handling's code (:data:`~rbd_estimator.ros.input_core.CDR_ERROR` for bytes that do
+        the input handling's code (:data:`~rbd_estimator.runtime.input_core.CDR_ERROR` for bytes that do
         not decode as the topic's type)."""
         if not self.tick_on_js:
             self._timer_until(now)
         h = self.handlers.get(topic)
-        return 0 if h is None else h[1](raw, now)
+        if h is None:
+            return 0
+        before = self.core.outputs
+        code = h.handler(raw, now)
+        if self.collect and self.core.outputs > before:
+            self._collect_last(now, self.inputs.joint_states.stamp_ns)
+        return code
 
     # ------------------------------------------------------------------ batches (the fast path)
     def feed_batch(self, batch, topics, write_batch, write_one) -> dict:
-        """The messages of ``batch`` (:class:`~rbd_estimator.ros.bag_io.RawBatch`; ``topics[c]`` the
+        """The messages of ``batch`` (:class:`~rbd_estimator.replay.bag_io.RawBatch`; ``topics[c]`` the
         resolved topic of connection index ``c``) in order, each as :meth:`feed` takes it, with the
         output in order: every input message, each followed by the estimates it triggered
         (connection indices ``len(topics)`` for the joint torques, then one per contact), through
         ``write_batch(RawBatch)`` or ``write_one(connection index, log time, bytes)``. The steady
-        state runs in :func:`rbd_estimator.ros.batch.run`, whatever else through :meth:`feed`.
+        state runs in :func:`rbd_estimator.runtime.batch.run`, whatever else through :meth:`feed`.
         Returns ``{topic: messages that did not decode}``."""
-        from ..ros import batch as fast
+        from ..runtime import batch as fast
         n_in = len(topics)
-        self._emit = lambda j, t, data: write_one(n_in + j, t, data)
+        self.sink(write_one, n_in)
         K = fast.kernel_args(self.inputs, self.plans.main) if self._batch_ok() else None
         if K is None:
             return self._feed_each(batch, range(len(batch)), topics, write_one)
@@ -244,10 +216,10 @@ class Replayer:
 
     def _batch_ok(self) -> bool:
         """Whether the compiled loop applies: ticks on joint states, no joint torques in them, fixed contacts."""
-        return self.tick_on_js and not self.jt_from_js and not self.contacts.switchable
+        return self.tick_on_js and not self.session.jt_from_js and not self.contacts.switchable
 
     def _main_ok(self) -> bool:
-        """The tick state is "all sensors fresh, main plan in use": what :func:`~rbd_estimator.ros.batch.run`
+        """The tick state is "all sensors fresh, main plan in use": what :func:`~rbd_estimator.runtime.batch.run`
         continues without Python."""
         none = frozenset()
         return self.plans.lookup(none)[0] is self.plans.main and self.core.last_missing == (none, False, None)
@@ -275,7 +247,7 @@ class Replayer:
     def _segment(self, batch, n_in: int, a: int, b: int, res, nt: int):
         """Input messages ``a…b`` of ``batch`` interleaved with the ``nt`` estimates in ``res`` (each
         set right after the joint state that triggered it), as one batch."""
-        from ..ros.bag_io import RawBatch
+        from .bag_io import RawBatch
         tau, w, times, stamps, msg = (x[:nt] for x in res)
         per = 1 + len(self.contact_names)
         src_start, src_len = batch.start[a:b + 1], batch.length[a:b + 1]
@@ -301,7 +273,7 @@ class Replayer:
 
     def _encode(self, tau, w, stamps):
         """The output messages of ``len(stamps)`` estimates, serialized as the node publishes them
-        (:mod:`~rbd_estimator.ros.cdr` templates with the stamp and the values set): one
+        (:mod:`~rbd_estimator.runtime.cdr` templates with the stamp and the values set): one
         ``(ticks, bytes)`` array for the joint torques, then one per contact."""
         nt = len(stamps)
         sec, nsec = np.divmod(stamps, 1_000_000_000)
@@ -351,6 +323,4 @@ class Replayer:
                     joint_names=self.joint_names, contact_names=self.contact_names)
 
 
-def _bind(fn, slot):
-    return lambda raw, now: fn(slot, raw, now)
 

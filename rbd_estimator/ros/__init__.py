@@ -1,22 +1,9 @@
-"""ROS-side helpers of the estimator node (:mod:`rbd_estimator.node`): no mathematics of the estimate.
+"""What the node needs from ROS itself (rclpy and message packages); the ROS-free runtime that the
+node and the replay share is :mod:`rbd_estimator.runtime`.
 
-* :mod:`.params`      node-only parameters (topics, filter, timing) and how each may change;
-* :mod:`.filters`     the derivative filter that turns velocities into accelerations;
-* :mod:`.stats`       rolling latency statistics;
-* :mod:`.input_core`  compiled input handling: serialized messages → validated latest samples, filters, freshness;
-* :mod:`.inputs`      the input state of a configuration over it (slots, counters, force-torque offsets);
-* :mod:`.tick`        one tick (freshness, plan lookup, estimate): shared by the node and the replay;
-* :mod:`.batch`       the same tick over a run of recorded messages in one compiled loop (the replay);
-* :mod:`.calibration` sample collection and request parsing of ``~/calibrate_ft_offsets``;
-* :mod:`.cdr`         CDR codecs in Python: the output messages, joint-state names, strings;
-* :mod:`.bag_io`      whole batches of raw messages in and out of rosbag2 bags, public APIs only (the replay);
-* :mod:`.mcap_salvage` sequential reading of a truncated MCAP recording (the offline replay);
-* :mod:`.plans`       the estimator for the full sensor set plus the plans for sensor losses;
+* :mod:`.fast_spin`   the tick thread's wait-set spinner;
+* :mod:`.diagnostics` the ``/diagnostics`` message;
 * :mod:`.convert`     message ↔ array conversions (the demo);
-* :mod:`.diagnostics` the ``/diagnostics`` status;
-* :mod:`.oracle`      the pinocchio cross-check.
-
-Only :mod:`.convert`, :mod:`.diagnostics`, :mod:`.demo_runner` and the node import ROS packages; the
-others are plain Python so they can be tested, and the replay (:mod:`rbd_estimator.replay`) can run,
-without a ROS graph.
+* :mod:`.demo_runner` the demo's and the benchmarks' node process, publisher and client;
+* :mod:`.blas`        BLAS thread limits of the node's process.
 """

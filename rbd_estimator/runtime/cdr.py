@@ -2,7 +2,7 @@
 
 The node and the replay publish/write their outputs with :class:`JointTorquesEncoder` and
 :class:`WrenchStampedEncoder` (templates with the stamp and values set per tick); the input
-messages are decoded by the compiled :mod:`~rbd_estimator.ros.input_core`. The decoders here return
+messages are decoded by the compiled :mod:`~rbd_estimator.runtime.input_core`. The decoders here return
 light objects with the ROS field names (``msg.header.stamp.sec``, ``msg.name``, ``msg.effort``)
 for the rest: the name list of a joint state with a new layout, the joint-torque sensors, the
 robot description in a recording. Checked against rclpy's and rosbags' serializers in the tests.
@@ -197,7 +197,7 @@ class JointTorquesEncoder:
 class ContactStateEncoder:
     """``sensor_msgs/JointState`` with fixed names (the contacts) and per tick ``position``,
     ``velocity`` and ``effort`` (what the node publishes on ``~/contact_state``, see
-    :mod:`~rbd_estimator.ros.contact_state`)."""
+    :mod:`~rbd_estimator.runtime.contact_state`)."""
 
     def __init__(self, names, frame_id: str = ""):
         b = _joint_state_head(names, frame_id)

@@ -14,13 +14,13 @@ Python in the loop and no allocation, into two flat arrays that hold the whole i
   force-torque readings as received and corrected (``reading − ft_offsets.<sensor>``, N and N·m in
   the sensor frame), the offsets, the load-cell forces (N) and scratch space.
 
-:class:`~rbd_estimator.ros.inputs.SensorInputs` builds the arrays and reads them; the functions
+:class:`~rbd_estimator.runtime.inputs.SensorInputs` builds the arrays and reads them; the functions
 return a code: ``1`` accepted and ready, ``0`` accepted (not ready yet: a filter needs a second
 sample), ``-1`` rejected (counted in ``I``), ``CDR_ERROR`` (the bytes do not decode as the type,
 nothing counted) or ``NEED_LAYOUT`` (a joint state whose name list differs from the cached one:
 Python reads the names, stores the layout with :func:`store_layout`, and calls again).
 
-Decoding follows the OMG CDR rules ROS 2 uses (see :mod:`rbd_estimator.ros.cdr`, whose Python
+Decoding follows the OMG CDR rules ROS 2 uses (see :mod:`rbd_estimator.runtime.cdr`, whose Python
 decoders are the reference in the tests): a 4-byte encapsulation header, then fields aligned to
 their size relative to the end of that header; strings ``uint32`` length (with the NUL) + bytes;
 sequences ``uint32`` count + elements.
@@ -167,7 +167,7 @@ def missing_mask(I, now):
 # ============================================================================ the derivative filter
 @njit
 def derivative_update(I, F, it, iready, ky, kprev, kx, n, t, Tc, max_gap):
-    """One sample of the filtered derivative (:mod:`rbd_estimator.ros.filters`, whose docstring
+    """One sample of the filtered derivative (:mod:`rbd_estimator.runtime.filters`, whose docstring
     has the equations): ``x = F[kx:kx+n]`` stamped ``t`` (ns); state ``y = F[ky:]``,
     ``x_{k−1} = F[kprev:]``, ``t_{k−1} = I[it]`` and readiness ``I[iready]``. ``Tc`` (s) the
     low-pass time constant, ``max_gap`` (s). Returns whether ``y`` holds an output."""

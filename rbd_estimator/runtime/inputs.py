@@ -3,7 +3,7 @@
 Messages arrive as their serialized bytes (``sensor_msgs/JointState``, ``sensor_msgs/Imu``,
 ``geometry_msgs/WrenchStamped``, ``std_msgs/Float64MultiArray``; CDR as ROS 2 sends them and
 rosbag2 records them) and are decoded, checked and stored by compiled code
-(:mod:`rbd_estimator.ros.input_core`) into one state that this class owns and exposes as arrays and
+(:mod:`rbd_estimator.runtime.input_core`) into one state that this class owns and exposes as arrays and
 :class:`Slot` views. A sample is *rejected* — counted under a reason, nothing else changes — when it
 has a non-finite value, arrays of the wrong length, a joint name the model does not have (or lacks
 one of the model's joints), a header stamp that does not increase, or a quaternion that is not a
@@ -167,7 +167,7 @@ class SensorInputs:
     ``q``, ``dq``, ``ddq`` (model order) are valid once :attr:`joint_states` is ready (the second
     accepted joint state: the acceleration filter needs two samples). ``imu`` is an
     :class:`ImuSample` whose arrays are updated in place. ``I``/``F`` hold the whole state
-    (:mod:`~rbd_estimator.ros.input_core`); :meth:`on_message` feeds it.
+    (:mod:`~rbd_estimator.runtime.input_core`); :meth:`on_message` feeds it.
     """
 
     def __init__(self, joint_names, config, settings, ignored_joints=()):
@@ -189,16 +189,14 @@ class SensorInputs:
     def configure(self, config, settings) -> None:
         """Adopt a (new) sensor set: slots of sensors that stay keep their latest sample and counters,
         the joint states and filters keep theirs."""
-        from .params import default_topic
         entries = [("joint_states", "joint_states", settings.joint_states_topic, settings.joint_states_timeout,
                     len(self.joint_names))]
         for sensor in config.sensors:             # each kind's decoder reads its slice of y
-            slot = sensor.DECODER
+            slot, topic = self.topics(config, settings)[sensor.name]
             if slot == JOINT_EFFORT:
-                entries.append((sensor.name, slot, settings.joint_torque_source(), settings.joint_torque_timeout, 1))
+                entries.append((sensor.name, slot, topic, settings.joint_torque_timeout, 1))
             else:
-                entries.append((sensor.name, slot, sensor.topic or default_topic(sensor.GROUP, sensor.name),
-                                sensor.timeout, 0 if slot == IMU_MESSAGE else sensor.size))
+                entries.append((sensor.name, slot, topic, sensor.timeout, 0 if slot == IMU_MESSAGE else sensor.size))
         entries.sort(key=lambda e: _BLOCK_ORDER[e[1]])   # stable: kinds keep their registry order in a block
         if len(entries) - 1 > MAX_SENSORS:
             raise ConfigError(f"{len(entries) - 1} sensors configured: at most {MAX_SENSORS} are supported")
@@ -207,6 +205,19 @@ class SensorInputs:
         if old_I is not None:
             self._carry_over(old_I, old_F, old_slots)
         self.config, self.settings = config, settings
+
+    @staticmethod
+    def topics(config, settings) -> dict:
+        """``{sensor: (decoder, topic)}``: the message decoder of each sensor's kind and the topic it
+        is read from (as configured, unresolved)."""
+        from .params import default_topic
+        out = {}
+        for sensor in config.sensors:
+            if sensor.DECODER == JOINT_EFFORT:
+                out[sensor.name] = (JOINT_EFFORT, settings.joint_torque_source())
+            else:
+                out[sensor.name] = (sensor.DECODER, sensor.topic or default_topic(sensor.GROUP, sensor.name))
+        return out
 
     def _build(self, entries, config, settings) -> None:
         nj = len(self.joint_names)
@@ -310,7 +321,7 @@ class SensorInputs:
 
     @property
     def filter_time_constant(self) -> float:
-        """``T_c`` (s) of the q̈ and ω̇ low-pass filters in use (:mod:`~rbd_estimator.ros.filters`)."""
+        """``T_c`` (s) of the q̈ and ω̇ low-pass filters in use (:mod:`~rbd_estimator.runtime.filters`)."""
         return float(self.F[self.I[core.F_PAR]])
 
     def warm_up(self) -> None:

@@ -13,7 +13,7 @@ sample whose stamp does not increase is refused (the caller counts it); a gap ``
 ``max_gap`` restarts the filter (that sample becomes the first one again). A constant acceleration
 is reproduced exactly from the first output on, whatever ``f_c``.
 
-The update itself is compiled (:func:`rbd_estimator.ros.input_core.derivative_update`) and runs
+The update itself is compiled (:func:`rbd_estimator.runtime.input_core.derivative_update`) and runs
 inside the input handling of every joint state and IMU sample; :class:`DerivativeFilter` is the
 same update on its own arrays.
 """

@@ -75,6 +75,17 @@ class SampleCollector:
         self.refusal = ""
         self.done = threading.Event()
 
+    @staticmethod
+    def refusal(config) -> str:
+        """Why a configuration cannot be calibrated ('' if it can)."""
+        return "" if config.ft_sensors else "no force-torque sensor is configured: nothing to calibrate"
+
+    @classmethod
+    def for_inputs(cls, args: dict, inputs, config) -> "SampleCollector":
+        """The collector of a request (:func:`parse_request`) over the session's inputs."""
+        return cls(args["samples"], args["max_joint_velocity"], inputs.joint_names,
+                   args["imu_angular_acceleration"] and config.imu is not None)
+
     def add(self, inputs) -> None:
         """Called by the tick thread after an accepted joint state (q, dq, ddq ready)."""
         if self.done.is_set():
@@ -110,3 +121,19 @@ class SampleCollector:
         self.samples.append(sample)
         if len(self.samples) >= self.n:
             self.done.set()
+
+
+def fit_request(estimator, collector: SampleCollector, args: dict):
+    """``(ok, text, result)``: the offsets fitted to what ``collector`` gathered, or why not."""
+    from ..estimation.calibration import calibrate_ft_offsets
+    if collector.refusal:
+        return False, collector.refusal, None
+    if not collector.done.is_set():
+        return False, (f"only {len(collector.samples)} of {args['samples']} samples within {args['timeout']:g} s: "
+                       f"are the joint states and every sensor being published?"), None
+    try:
+        result = calibrate_ft_offsets(estimator, collector.samples, args["contacts"],
+                                      imu_angular_acceleration=True if collector.zero_alpha else None)
+    except Exception as exc:  # noqa: BLE001 - unknown contact, bad samples: say so
+        return False, f"calibration failed: {type(exc).__name__}: {exc}", None
+    return True, "", result

@@ -112,6 +112,11 @@ class PlanSet:
         if not self.closed:
             self._plans[missing] = Plan(est, missing)
 
+    def adopt(self, missing: frozenset, estimator: Estimator) -> None:
+        """Use ``estimator`` (planned elsewhere, e.g. the set in use before a sensor was added) as
+        the plan without ``missing``."""
+        self._plans[missing] = Plan(estimator, missing)
+
     def prepare_single_losses(self) -> None:
         for name in self.config.sensor_names:
             if self.closed:

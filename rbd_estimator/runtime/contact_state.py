@@ -74,7 +74,7 @@ class ContactState:
 
     def update(self, inputs, now_ns: int) -> int:
         """The subset mask at ``now_ns`` from the commands and the latest readings in ``inputs``
-        (:class:`~rbd_estimator.ros.inputs.SensorInputs`)."""
+        (:class:`~rbd_estimator.runtime.inputs.SensorInputs`)."""
         if self.est is None:
             return 0
         stale = self._timeout_ns > 0 and (self._command_ns < 0 or now_ns - self._command_ns > self._timeout_ns)

@@ -1,9 +1,9 @@
 """One tick of the estimator node, without ROS: the code path the live node and the offline replay share.
 
-A tick takes the latest accepted samples (:class:`~rbd_estimator.ros.inputs.SensorInputs`), decides
+A tick takes the latest accepted samples (:class:`~rbd_estimator.runtime.inputs.SensorInputs`), decides
 which sensors are fresh at ``now`` (the receipt time on the node's clock, compared with each
 sensor's ``timeout``), looks up the plan for the sensors that are missing
-(:class:`~rbd_estimator.ros.plans.PlanSet`), runs the estimate and checks that its result is
+(:class:`~rbd_estimator.runtime.plans.PlanSet`), runs the estimate and checks that its result is
 finite. Publishing, diagnostics and the pinocchio cross-check stay with the caller:
 
 * :class:`rbd_estimator.node.EstimatorNode` calls :meth:`TickCore.tick` from its joint-state
@@ -29,7 +29,7 @@ class TickCore:
 
     __slots__ = ("ticks", "outputs", "no_output", "estimate_failures", "nonfinite_outputs", "last_missing",
                  "plan_in_use", "on_missing_changed", "request_plan", "on_estimate_failure", "on_subset_changed",
-                 "last_subset", "ill_posed_subset_ticks")
+                 "last_subset", "ill_posed_subset_ticks", "_joining", "last_result")
 
     def __init__(self, on_missing_changed=None, request_plan=None, on_estimate_failure=None, on_subset_changed=None):
         """``on_subset_changed(label, reason)``: the contact subset changed (``reason``: why it has
@@ -38,20 +38,41 @@ class TickCore:
         self.request_plan = request_plan
         self.on_estimate_failure = on_estimate_failure
         self.on_subset_changed = on_subset_changed
+        self._joining: dict = {}
         self.reset_counters()
+
+    def joining(self, names, inputs) -> None:
+        """Sensors just added to the set in use (a reconfiguration): not reported missing until
+        their first sample, or until their timeout has passed without one (the plan without them
+        estimates meanwhile)."""
+        self._joining = {n: [inputs.slots[n].timeout_ns, None] for n in names if n in inputs.slots}
+
+    def _reported(self, missing: frozenset, now: int) -> frozenset:
+        """``missing`` without the sensors still joining (see :meth:`joining`)."""
+        j = self._joining
+        for n in list(j):
+            timeout, deadline = j[n]
+            if n not in missing:
+                del j[n]                     # its first sample arrived
+            elif deadline is None:
+                j[n][1] = now + timeout      # its timeout after the first tick that wants it
+            elif now > deadline:
+                del j[n]
+        return missing.difference(j) if j else missing
 
     def reset_counters(self) -> None:
         self.ticks = self.outputs = self.no_output = self.estimate_failures = self.nonfinite_outputs = 0
         self.ill_posed_subset_ticks = 0
         self.last_missing = self.last_subset = None
         self.plan_in_use = None
+        self.last_result = None
 
     def tick(self, inputs, plans, now: int, contacts=None):
         """Estimate from the latest samples at node time ``now`` (ns). Returns ``(plan, result)``
         (``result.tau``, ``result.contact_wrenches`` in the plan's joint and contact order), or
         None when nothing is to be published this tick (no plan for the missing sensors or for the
         contact subset, a failed estimate, a non-finite result). ``contacts``: the
-        :class:`~rbd_estimator.ros.contact_state.ContactState` (switchable contacts)."""
+        :class:`~rbd_estimator.runtime.contact_state.ContactState` (switchable contacts)."""
         self.ticks += 1
         mask = contacts.update(inputs, now) if contacts is not None and contacts.switchable else None
         missing = inputs.missing(now)
@@ -60,11 +81,12 @@ class TickCore:
             if self.request_plan is not None:
                 self.request_plan(plans, missing)
             plan, reason = plans.lookup(missing)
-        key = (missing, plan is None, reason)
+        shown = self._reported(missing, now) if self._joining else missing
+        key = (shown, plan is None, reason)
         if key != self.last_missing:
             self.last_missing = key
             if self.on_missing_changed is not None:
-                self.on_missing_changed(missing, plan, reason)
+                self.on_missing_changed(shown, plan, reason)
         if plan is None:
             self.no_output += 1
             return None
@@ -85,6 +107,7 @@ class TickCore:
             self.no_output += 1
             return None
         self.outputs += 1
+        self.last_result = r
         return plan, r
 
     def _subset_unavailable(self, plan, contacts, mask) -> bool:

@@ -1,10 +1,10 @@
 """The node's tick over a run of recorded messages in one compiled loop (the replay's fast path).
 
-For every message of a batch (:class:`~rbd_estimator.ros.bag_io.RawBatch`) :func:`run` calls the
-same compiled input handling as the live node (:func:`rbd_estimator.ros.input_core.ingest`) and, on
+For every message of a batch (:class:`~rbd_estimator.replay.bag_io.RawBatch`) :func:`run` calls the
+same compiled input handling as the live node (:func:`rbd_estimator.runtime.input_core.ingest`) and, on
 every joint state that makes the inputs ready, the same estimate: the compiled structured tick
 (:func:`rbd_estimator.estimation.structured.structured_tick`) of the configuration's main plan,
-with the same arrays :class:`~rbd_estimator.ros.tick.TickCore` hands it. The loop only covers the
+with the same arrays :class:`~rbd_estimator.runtime.tick.TickCore` hands it. The loop only covers the
 steady state. It stops and hands the message back to Python (the per-message path of
 :class:`~rbd_estimator.replay.Replayer`) whenever the live node would do something else than
 "all sensors fresh, main plan, estimate succeeded": a sensor missing, a plan change, a failed

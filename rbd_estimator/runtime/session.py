@@ -1,0 +1,422 @@
+"""The estimator at run time, without ROS: one :class:`Session` that the node and the replay drive.
+
+A session holds everything a configured estimator needs between two messages: the plans
+(:class:`~rbd_estimator.runtime.plans.PlanSet`), the input state
+(:class:`~rbd_estimator.runtime.inputs.SensorInputs`), the contact state, the tick
+(:class:`~rbd_estimator.runtime.tick.TickCore`), the output encoders, the pinocchio cross-check, an
+offset calibration being collected, the status and the diagnostics snapshot. Its drivers only move
+bytes:
+
+* :class:`rbd_estimator.node.EstimatorNode` subscribes to :meth:`Session.inputs` (each an
+  :class:`Input`: topic, ROS type, handler), calls the handler with the serialized message and its
+  receipt time, and publishes what the session emits (:attr:`Session.emit`: output topic, time,
+  serialized message);
+* :class:`rbd_estimator.replay.Replayer` does the same with a recording's messages and writes what
+  is emitted to a bag.
+
+So a message goes through literally the same code in both. Threads: the handlers and :meth:`tick`
+run on one thread (the node's tick thread); :meth:`prepare` (planning a new sensor set) runs on
+any other thread while ticks go on, and :meth:`swap` puts its result in use between two ticks
+(references and the carried-over input samples: no planning).
+Events worth a log line are handed to :attr:`log` (the node queues them for its executor thread:
+the tick thread never waits for logging).
+
+Times are nanoseconds on the receiving clock (``now``) or header stamps (``stamp``).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from functools import partial
+
+from ..errors import ModelWarning
+from . import cdr
+from .contact_state import ContactState
+from .input_core import CDR_ERROR
+from .inputs import SensorInputs
+from .params import NodeSettings
+from .plans import PlanSet
+from .stats import RollingStats
+from .tick import TickCore
+from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
+
+#: diagnostic levels (``diagnostic_msgs/DiagnosticStatus``: OK 0, WARN 1, ERROR 2)
+OK, WARN, ERROR = 0, 1, 2
+#: the ROS type of each input slot's decoder
+MESSAGE_OF = {IMU_MESSAGE: cdr.IMU, WRENCH_MESSAGE: cdr.WRENCH_STAMPED, ARRAY_MESSAGE: cdr.FLOAT64_MULTI_ARRAY}
+
+
+@dataclass(frozen=True)
+class Input:
+    """A subscription the session needs: ``topic`` as configured (relative, ``~/…`` or absolute:
+    the driver resolves it), ``message`` its ROS type, ``handler(raw, now) → code`` (the
+    :mod:`~rbd_estimator.runtime.input_core` code; ``CDR_ERROR`` for bytes that do not decode),
+    ``trigger``: joint states (a tick per message; the node queues a few)."""
+    key: tuple
+    topic: str
+    message: str
+    handler: object
+    trigger: bool = False
+
+
+@dataclass(frozen=True)
+class Output:
+    """A topic the session emits on (private topics: ``~/…``), with its ROS type."""
+    topic: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A sensor set planned beside the one in use (:meth:`Session.prepare`), for :meth:`Session.swap`."""
+    config: object
+    settings: NodeSettings
+    plans: PlanSet
+    oracle: object
+    oracle_error: str
+
+
+def make_oracle(xml, config, estimator, settings):
+    """The pinocchio cross-check of the full set: ``(oracle or None, why it is off or '')``."""
+    if settings.oracle_every_n == 0:
+        return None, ""
+    if estimator.has_loops:            # actuator efforts: the URDF alone has no rotors
+        return None, ("pinocchio cross-check off: the configuration declares loops or the URDF has mimic joints "
+                      "(actuator efforts), which pinocchio's tree model does not couple")
+    try:
+        from .oracle import PinocchioOracle
+        return PinocchioOracle(xml, config.floating_base, estimator.joint_names, estimator.contact_frames,
+                               config.imu.frame if config.imu else None), ""
+    except Exception as exc:  # noqa: BLE001 - the cross-check is diagnostics: never a reason to fail
+        return None, f"pinocchio cross-check off: {type(exc).__name__}: {exc}"
+
+
+def plan_set(xml, config, settings, quiet: bool = False) -> PlanSet:
+    """The plans of ``config`` (raises ModelError / ConfigError / IllPosedError with the reason);
+    ``quiet``: the model's warnings were reported already."""
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore", ModelWarning)
+        return PlanSet(xml, config, PlanSet.plan(xml, config, strict=settings.strict_model))
+
+
+class Session:
+    """One configured estimator at run time (see the module docstring)."""
+
+    def __init__(self, xml: str, config, settings: NodeSettings | None = None, plans: PlanSet | None = None,
+                 oracle=None, log=None):
+        """``plans`` (planned elsewhere) or planned here; ``oracle``: a cross-check or None (see
+        :func:`make_oracle`); ``log(level, text)``: where events go (default: nowhere)."""
+        settings = settings if settings is not None else NodeSettings.from_parameters(config.node)
+        settings.check_ft_offsets(config)
+        self.xml = xml
+        self.log = log or (lambda level, text: None)
+        self.emit = None                    # emit(output topic, now, bytes), set by the driver
+        self.config, self.settings = config, settings
+        self.plans = plans if plans is not None else plan_set(xml, config, settings)
+        est = self.plans.main.estimator
+        self.inputs = SensorInputs.for_estimator(est, config, settings)
+        #: runs a planning job (a sensor loss without a plan yet): at once by default (the replay);
+        #: the node hands it to its planning thread
+        self.run_job = lambda job: job()
+        self.core = TickCore(self._on_missing_changed, lambda plans, missing: self.run_job(partial(plans.prepare, missing)),
+                             self._on_estimate_failure, self._on_subset_changed)
+        self.latency = RollingStats(4096)
+        self.oracle, self.oracle_error = oracle, ""
+        self.oracle_checks = 0
+        self.oracle_residual = self.oracle_base_residual = float("nan")
+        self.collector = None                # an offset calibration collecting samples
+        self.stale_timer_ticks = 0
+        self.swaps = 0
+        self._throttle: dict = {}
+        self._adopt(config, settings, self.plans)
+        self.reset()
+
+    # ------------------------------------------------------------------ configuration
+    def _adopt(self, config, settings, plans) -> None:
+        est = plans.main.estimator
+        self.config, self.settings, self.plans = config, settings, plans
+        self.joint_names, self.contact_names = est.joint_names, est.contact_names
+        self.contacts = ContactState(est, settings.contact_command_timeout)
+        self.tick_on_js = settings.tick == "joint_states"
+        self.jt_from_js = bool(config.joint_torque_sensors) and \
+            settings.joint_torque_source() == settings.joint_states_topic
+        self.torque_encoder = cdr.JointTorquesEncoder(est.joint_names)
+        self.wrench_encoders = [cdr.WrenchStampedEncoder(f) for f in est.contact_frames]
+        self.wrench_topics = [f"~/contact_wrenches/{c}" for c in est.contact_names]
+        self.state_encoder = cdr.ContactStateEncoder(self.contacts.names) if self.contacts.switchable else None
+
+    def reset(self) -> None:
+        """Forget every sample (activate); the counters stay."""
+        self.inputs.reset()
+        self.core.last_missing = self.core.last_subset = None
+        self.status = (OK, "active, waiting for joint states")
+        self.subset_status = None
+        self.contacts = ContactState(self.plans.main.estimator, self.settings.contact_command_timeout)
+
+    @property
+    def estimator(self):
+        """The estimator of the full sensor set."""
+        return self.plans.main.estimator
+
+    def inputs_needed(self, config=None, settings=None) -> list:
+        """The subscriptions of the sensor set in use (or of ``config``/``settings``, planned but not
+        yet in use: a sensor's handler takes its messages once its set is swapped in)."""
+        config, settings = config or self.config, settings or self.settings
+        s = settings
+        out = [Input(("joint_states",), s.joint_states_topic, cdr.JOINT_STATE, self.on_joint_state, True)]
+        if config.joint_torque_sensors and s.joint_torque_source() != s.joint_states_topic:
+            out.append(Input(("joint_torques",), s.joint_torque_source(), cdr.JOINT_STATE, self.on_joint_torques))
+        if any(c.mode == "commanded" for c in config.contacts):
+            out.append(Input(("contact_command",), s.contact_command_topic, cdr.JOINT_STATE, self.on_contact_command,
+                             True))
+        probe = SensorInputs.topics(config, settings)
+        for name, (decoder, topic) in probe.items():
+            if decoder in MESSAGE_OF:
+                out.append(Input(("sensor", name, decoder, topic), topic, MESSAGE_OF[decoder],
+                                 partial(self.on_sensor, name)))
+        return out
+
+    def outputs(self, plans=None) -> list:
+        """The topics the session emits on with the set in use (or with ``plans``)."""
+        est = (plans or self.plans).main.estimator
+        out = [Output("~/joint_torques", cdr.JOINT_STATE), Output("~/contact_state", cdr.JOINT_STATE)]
+        out += [Output(f"~/contact_wrenches/{c}", cdr.WRENCH_STAMPED) for c in est.contact_names]
+        return out
+
+    def check(self, config, settings) -> bool:
+        """Whether ``config`` changes the estimation problem (a new plan is needed); if it changes
+        only node-only parameters, they are applied now (filter cutoff, timeouts, cross-check
+        period: call on the tick thread or with it held)."""
+        if _problem(config) != _problem(self.config):
+            return True
+        old = self.settings
+        self.config, self.settings = config, settings
+        self.inputs.configure(config, settings)
+        if settings.oracle_every_n and self.oracle is None and not old.oracle_every_n:
+            self.oracle, self.oracle_error = make_oracle(self.xml, config, self.estimator, settings)
+        return False
+
+    def prepare(self, config, settings) -> Pending:
+        """Plan ``config`` beside the running plan (any thread but the tick's). A sensor added to
+        the set in use gets, until its first sample, the plan in use (so the estimate goes on while
+        it joins); raises ModelError / ConfigError / IllPosedError."""
+        plans = plan_set(self.xml, config, settings, quiet=True)
+        oracle, why = make_oracle(self.xml, config, plans.main.estimator, settings)
+        added = frozenset(config.sensor_names) - frozenset(self.config.sensor_names)
+        if added:
+            from .plans import without
+            if _problem(without(config, added)) == _problem(self.config):
+                plans.adopt(added, self.plans.main.estimator)
+        return Pending(config, settings, plans, oracle, why)
+
+    def swap(self, pending: Pending) -> None:
+        """Use the set ``pending`` from the next tick on: references, and the latest samples of the
+        sensors that stay carried over (between two ticks: on the tick thread, or with it held)."""
+        old = self.plans
+        before = frozenset(self.config.sensor_names)
+        self._adopt(pending.config, pending.settings, pending.plans)
+        self.oracle, self.oracle_error = pending.oracle, pending.oracle_error
+        self.inputs.configure(pending.config, pending.settings)
+        self.core.joining(frozenset(pending.config.sensor_names) - before, self.inputs)
+        self.core.last_missing = self.core.last_subset = None
+        self.swaps += 1
+        if old is not pending.plans:
+            old.close()
+        self.log(OK, "reconfigured: the new sensor set is in use")
+
+    # ------------------------------------------------------------------ input handlers
+    def on_joint_state(self, raw, now: int) -> int:
+        """A serialized ``JointState`` (the tick trigger with ``tick: joint_states``)."""
+        t_in = time.perf_counter()
+        code = self.inputs.on_message(0, raw, now)
+        if self.jt_from_js and code != CDR_ERROR:
+            self.on_joint_torques(raw, now)
+        if code == 1 and self.collector is not None:
+            self.collector.add(self.inputs)
+        if code == 1 and self.tick_on_js:
+            self.tick(now, self.inputs.joint_states.stamp_ns, t_in)
+        return code
+
+    def on_joint_torques(self, raw, now: int) -> int:
+        """The ``effort`` field of a serialized ``JointState``: the joint-torque sensors."""
+        try:
+            msg = cdr.decode(cdr.JOINT_STATE, raw)
+        except cdr.CdrError:
+            return CDR_ERROR
+        return int(self.inputs.on_joint_torques(msg, now))
+
+    def on_contact_command(self, raw, now: int) -> int:
+        """A serialized contact command (``JointState``: contact names, position 1 / 0)."""
+        try:
+            msg = cdr.decode(cdr.JOINT_STATE, raw)
+        except cdr.CdrError:
+            return CDR_ERROR
+        self.contacts.command(msg.name, msg.position, now)
+        return 1
+
+    def on_sensor(self, name: str, raw, now: int) -> int:
+        """A serialized IMU, wrench or float64-array message of sensor ``name`` (ignored while the
+        sensor's set is not in use yet)."""
+        slot = self.inputs.slots.get(name)
+        return 0 if slot is None else self.inputs.on_message(slot.index, raw, now)
+
+    def on_timer(self, now: int) -> None:
+        """A timer tick (``tick: timer``) at ``now``: estimates from fresh joint states only."""
+        js = self.inputs.joint_states
+        if not js.ready or not js.fresh(now):
+            self.stale_timer_ticks += 1
+            return
+        self.tick(now, js.stamp_ns)
+
+    # ------------------------------------------------------------------ the tick
+    def tick(self, now: int, stamp: int, t_in: float | None = None):
+        """Estimate (:meth:`TickCore.tick`), emit ``~/contact_state`` (every
+        tick, switchable contacts), the joint torques and the contact wrenches (stamped ``stamp``),
+        cross-check. Returns ``(plan, result)`` or None."""
+        out = self.core.tick(self.inputs, self.plans, now, self.contacts)
+        emit = self.emit
+        sec, nsec = divmod(stamp, 1_000_000_000)
+        if self.state_encoder is not None and emit is not None:
+            c = self.contacts
+            emit("~/contact_state", now, self.state_encoder.encode(sec, nsec, c.position, c.source, c.force))
+        if out is None:
+            return None
+        plan, r = out
+        if emit is not None:
+            emit("~/joint_torques", now, self.torque_encoder.encode(sec, nsec, r.tau))
+            for topic, enc, w in zip(self.wrench_topics, self.wrench_encoders, r.contact_wrenches):
+                emit(topic, now, enc.encode(sec, nsec, w))
+        n = self.settings.oracle_every_n
+        if self.oracle is not None and n and self.core.outputs % n == 0:
+            self._cross_check(plan, r)
+        if t_in is not None:
+            self.latency.add(time.perf_counter() - t_in)
+        return out
+
+    def _cross_check(self, plan, r) -> None:
+        inp = self.inputs
+        try:
+            base_acc = r.base_acceleration if plan.estimator.model.floating_base else None
+            joint, base = self.oracle.check(inp.q, inp.dq, inp.ddq, inp.imu, base_acc, r.contact_wrenches, r.tau)
+        except Exception as exc:  # noqa: BLE001 - the cross-check must never stop the tick
+            self.oracle_error = f"{type(exc).__name__}: {exc}"
+            return
+        self.oracle_checks += 1
+        self.oracle_residual, self.oracle_base_residual = joint, base
+
+    # ------------------------------------------------------------------ events (tick thread)
+    def _say(self, level: int, text: str, key=None, every: float = 0.0) -> None:
+        if every:
+            t = time.monotonic()
+            if t - self._throttle.get(key, -1e9) < every:
+                return
+            self._throttle[key] = t
+        self.log(level, text)
+
+    def _on_estimate_failure(self, exc) -> None:
+        self._say(WARN, f"estimate failed ({type(exc).__name__}: {exc}); nothing published this tick",
+                  "estimate", 1.0)
+
+    def _on_missing_changed(self, missing, plan, reason) -> None:
+        names = ", ".join(sorted(missing))
+        if not missing:
+            self.status = (OK, "OK")
+            self._say(OK, "all sensors fresh: full sensor set")
+        elif plan is not None:
+            self.status = (WARN, f"DEGRADED: missing {names}")
+            self._say(WARN, f"DEGRADED: missing {names}; estimating with the remaining sensors")
+        else:
+            why = reason or "preparing a plan for the remaining sensors"
+            self.status = (ERROR, f"ERROR: missing {names}: no well-posed sensor set ({why})")
+            self._say(ERROR, f"missing {names}: publishing nothing until they return ({why})")
+
+    def _on_subset_changed(self, label, reason) -> None:
+        if reason is None:
+            if self.subset_status is not None:
+                self._say(OK, f"contacts {label}: well-posed again, publishing")
+            self.subset_status = None
+        else:
+            self.subset_status = (ERROR, f"ERROR: contact subset {label} is ill-posed with these sensors")
+            self._say(ERROR, f"contacts {label}: ill-posed with these sensors, publishing nothing until the "
+                             f"contacts change ({reason})")
+
+    def coverage_lines(self) -> list:
+        """``(level, text)`` lines on which contact subsets have a plan (switchable contacts)."""
+        sw = self.estimator.switching()
+        if sw is None:
+            return []
+        cov = sw.coverage()
+        ok = [k for k, r in cov.items() if r is None]
+        out = [(OK, f"contact subsets planned ({len(ok)} of {len(cov)}): {', '.join(ok)}")]
+        out += [(WARN, f"contact subset {k} is ill-posed with these sensors (ERROR, no output, while it lasts): {r}")
+                for k, r in cov.items() if r is not None]
+        return out
+
+    # ------------------------------------------------------------------ reporting
+    def input_counts(self) -> tuple:
+        """``({input: accepted}, {input: {reason: rejected}})`` for the joint states and every sensor."""
+        inp = self.inputs
+        pairs = [("joint_states", inp.joint_states)] + list(inp.slots.items())
+        return {k: s.received for k, s in pairs}, {k: dict(s.rejected) for k, s in pairs}
+
+    def diagnostics(self, now: int) -> tuple:
+        """``(level, message, values)`` of the session now (see :mod:`rbd_estimator.ros.diagnostics`
+        for the keys)."""
+        level, message = self.status
+        if self.subset_status is not None:
+            level, message = max(level, self.subset_status[0]), self.subset_status[1] + "; " + message
+        core, plans = self.core, self.plans
+        plan = core.plan_in_use or plans.main
+        values = {"status": message,
+                  "active_plan": "full" if not plan.missing else "without " + ", ".join(sorted(plan.missing)),
+                  "ticks": core.ticks, "outputs": core.outputs, "ticks_without_output": core.no_output,
+                  "estimate_failures": core.estimate_failures, "nonfinite_outputs": core.nonfinite_outputs,
+                  "stale_timer_ticks": self.stale_timer_ticks, "reconfigurations": self.swaps}
+        lat = self.latency.summary()
+        values.update(tick_latency_median_ms=lat["median"] * 1e3, tick_latency_p99_ms=lat["p99"] * 1e3,
+                      tick_latency_max_ms=lat["max"] * 1e3)
+        rep = plans.main.estimator.report
+        values.update(plan=rep.summary(), plan_unknowns=rep.n_unknowns, plan_equations=rep.n_equations,
+                      plan_nnz=rep.nnz, plan_fill_in=rep.fill_in, plan_flops=rep.flops)
+        values.update({f"fallback/{k}": v for k, v in plans.fallback_summary().items()})
+        tol = self.settings.oracle_tolerance
+        values.update(oracle_residual=self.oracle_residual, oracle_base_residual=self.oracle_base_residual,
+                      oracle_checks=self.oracle_checks, oracle_tolerance=tol)
+        if self.oracle_error:
+            values["oracle_error"] = self.oracle_error
+        c = self.contacts
+        if c.switchable:
+            values.update({"contacts/subset": c.label(c.mask), "contacts/switches": c.switches,
+                           "contacts/ill_posed_ticks": core.ill_posed_subset_ticks,
+                           "contacts/unknown_commands": c.unknown_commands})
+            values.update({f"contacts/time_s/{k}": v for k, v in sorted(c.time_in.items())})
+            values.update({f"contacts/ill_posed/{k}": r for k, r in c.est.coverage().items() if r is not None})
+        if self.oracle_residual > tol:
+            level = max(level, WARN)
+            message += f"; oracle residual {self.oracle_residual:.3g} N·m above tolerance {tol:g}"
+        inp = self.inputs
+        for name, slot in [("joint_states", inp.joint_states)] + list(inp.slots.items()):
+            values[f"{name}/fresh"] = slot.fresh(now)
+            values[f"{name}/age_ms"] = slot.age(now) * 1e3
+            values[f"{name}/received"] = slot.received
+            values[f"{name}/rejected"] = sum(slot.rejected.values())
+            for reason, count in sorted(slot.rejected.items()):
+                values[f"{name}/rejected/{reason}"] = count
+        return level, message, values
+
+    def close(self) -> None:
+        """Release the plans."""
+        self.plans.close()
+
+
+def _problem(config) -> dict:
+    """The parameters that define the estimation problem (everything but the node-only ones)."""
+    flat = config.to_parameters()
+    for k in config.node:
+        flat.pop(k, None)
+    return flat
+
+
+__all__ = ["Input", "Output", "Pending", "Session", "make_oracle", "plan_set", "OK", "WARN", "ERROR"]
