@@ -65,7 +65,8 @@ from rclpy.serialization import serialize_message  # noqa: E402
 from sensor_msgs.msg import Imu, JointState  # noqa: E402
 
 from common import machine, median_us  # noqa: E402
-from rbd_estimator.node import INPUT_QOS, OUTPUT_QOS, TRIGGER_QOS  # noqa: E402
+from rbd_estimator.node import OUTPUT_QOS  # noqa: E402
+from rbd_estimator.ros.tick_thread import INPUT_QOS, TRIGGER_QOS  # noqa: E402
 from rbd_estimator.ros.convert import (fill_joint_torques, fill_wrench, joint_state_msg, time_msg,  # noqa: E402
                                        wrench_msg)
 from rbd_estimator.ros.fast_spin import WaitSetSpinner  # noqa: E402

@@ -13,6 +13,10 @@ class IllPosedError(ValueError):
     """The sensor set does not determine the unknowns; the message says which are undetermined."""
 
 
+class DescriptionUnavailable(RuntimeError):
+    """No robot description in the parameter nor on its topic (the message says what to do)."""
+
+
 class ModelWarning(UserWarning):
     """The robot description is computable but physically doubtful (an inertia that no rigid body has).
 

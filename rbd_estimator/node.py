@@ -30,11 +30,9 @@ import sys
 import threading
 import time
 import warnings
-from functools import partial
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rcl_interfaces.srv import SetParameters as CalibrateFtOffsets
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -42,52 +40,20 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNodeMixin, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
-from rclpy.wait_for_message import wait_for_message
-from sensor_msgs.msg import Imu, JointState
-from std_msgs.msg import Float64MultiArray, String
+from rclpy.qos import QoSProfile
 
-from .errors import ConfigError, IllPosedError, ModelError, ModelWarning
-from .estimation import SensorConfig
+from .errors import ConfigError, ModelWarning
 from .jit import compile_timer
 from .ros import diagnostics as diag
 from .ros.blas import limit_blas_threads
-from .ros.fast_spin import WaitSetSpinner
-from .runtime import cdr
-from .runtime.calibration import SampleCollector, fit_request, parse_request
-from .runtime.params import NEEDS_CONFIGURE, NEEDS_REACTIVATE, NODE_KEYS, NODE_PARAMETERS, ROS_PARAMETERS, NodeSettings
+from .ros.tick_thread import MESSAGES, TickThread
+from .runtime.params import NEEDS_CONFIGURE, NODE_PARAMETERS, ROS_PARAMETERS, change_refusal, parse_parameters
 from .runtime.plans import PlanWorker
-from .runtime.session import ERROR, OK, WARN, Session, make_oracle, plan_set
+from .ros.description import read_description
+from .runtime.session import ERROR, OK, WARN, Session, advice
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
-#: Sensors: best effort (both best-effort and reliable publishers connect), depth 1: a tick uses the latest sample.
-INPUT_QOS = QoSProfile(depth=1, history=QoSHistoryPolicy.KEEP_LAST, reliability=QoSReliabilityPolicy.BEST_EFFORT)
-#: Joint states tick the node: a short queue, so that a burst is ticked through, not overwritten.
-TRIGGER_QOS = QoSProfile(depth=10, history=QoSHistoryPolicy.KEEP_LAST, reliability=QoSReliabilityPolicy.BEST_EFFORT)
 OUTPUT_QOS = QoSProfile(depth=10)
-DESCRIPTION_QOS = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=QoSReliabilityPolicy.RELIABLE)
-MESSAGES = {cdr.JOINT_STATE: JointState, cdr.IMU: Imu, cdr.WRENCH_STAMPED: WrenchStamped,
-            cdr.FLOAT64_MULTI_ARRAY: Float64MultiArray}
-
-
-class DescriptionUnavailable(RuntimeError):
-    """No robot description in the parameter nor on the topic."""
-
-
-def advice(exc: BaseException) -> str:
-    """One line: what is wrong and what to change."""
-    if isinstance(exc, IllPosedError):
-        return (f"the sensor set is ill-posed: {exc}. Add sensors (force-torque, load cells, joint torques) or "
-                f"constrain the contacts (contact.<name>.type), then configure again")
-    if isinstance(exc, ModelError):
-        return (f"robot model error: {exc}. Fix robot_description, or the frame and sensor names in the "
-                f"parameters, then configure again")
-    if isinstance(exc, ConfigError):
-        return f"invalid parameters: {exc}. Fix the parameter named above, then configure again"
-    if isinstance(exc, DescriptionUnavailable):
-        return str(exc)
-    return f"unexpected {type(exc).__name__}: {exc}"
 
 
 class EstimatorNode(LifecycleNodeMixin, Node):
@@ -106,22 +72,15 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                                                                           dynamic_typing=True))
         LifecycleNodeMixin.__init__(self)
         self._lock = threading.RLock()         # transitions and reconfigurations
-        self._tick_lock = threading.Lock()     # the tick thread against transitions
-        self._io = Node(f"_{self.get_name()}_io", namespace=self.get_namespace(), context=self.context,
-                        use_global_arguments=False, start_parameter_services=False, enable_logger_service=False,
-                        enable_rosout=False)
-        self._spinner = WaitSetSpinner(self._io)
-        self._io_thread = threading.Thread(target=self._spin_io, name=f"{node_name}_ticks", daemon=True)
-        self._io_thread.start()
-        self._worker = PlanWorker(on_error=lambda e: self.get_logger().error(f"planning failed: {e}"))
         self._events: collections.deque = collections.deque()   # (level, text) queued by the tick thread
+        self._ticks = TickThread(self, lambda text: self._queue_log(ERROR, text))
+        self._worker = PlanWorker(on_error=lambda e: self.get_logger().error(f"planning failed: {e}"))
         self._group = MutuallyExclusiveCallbackGroup()
         self._log_timer = self.create_timer(0.05, self._flush_log, callback_group=self._group)
         self._state, self.last_error = "unconfigured", ""
         self.session = None
-        self._subs, self._pubs = {}, {}
-        self._active = False
-        self._diag_pub = self._diag_timer = self._tick_timer = None
+        self._pubs = {}
+        self._diag_pub = self._diag_timer = None
         self._configure_time = None
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_service(CalibrateFtOffsets, "~/calibrate_ft_offsets", self._on_calibrate,
@@ -156,7 +115,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     @property
     def input_topics(self) -> set:
         """Topics the node subscribes to right now (only while active)."""
-        return {s.topic_name for s in self._io.subscriptions}
+        return self._ticks.topics
 
     @property
     def estimator(self):
@@ -169,16 +128,11 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             self._release()
             t0 = time.monotonic()
             try:
-                config, settings = self._parse(self._flat_parameters())
-                xml = self._robot_description(settings)
+                config, settings = parse_parameters(self._flat_parameters())
+                xml = read_description(self, settings)
                 with compile_timer() as compiled, warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", ModelWarning)
-                    plans = plan_set(xml, config, settings)
-                    oracle, why = make_oracle(xml, config, plans.main.estimator, settings)
-                    session = Session(xml, config, settings, plans, oracle, log=self._queue_log)
-                    session.oracle_error = why
-                    session.inputs.warm_up()
-                self.session = session
+                    self.session = session = Session(xml, config, settings, cross_check=True, log=self._queue_log)
                 self._sync_publishers(session.outputs())
             except Exception as exc:  # every failure is reported the same way; nothing is kept
                 self._release()
@@ -192,35 +146,32 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             self._diag_timer = self.create_timer(settings.diagnostics_period, self._publish_diagnostics,
                                                  callback_group=self._group)
             if settings.prepare_fallbacks:
-                self._worker.submit(plans.prepare_single_losses)
+                self._worker.submit(session.plans.prepare_single_losses)
             self.last_error, self._state = "", "inactive"
-            est, seconds = plans.main.estimator, time.monotonic() - t0
-            self._configure_time = (seconds, compiled.seconds)
+            self._configure_time = (time.monotonic() - t0, compiled.seconds)
             self.get_logger().info(
-                f"configured for '{est.model.name}' ({len(est.joint_names)} joints, contacts "
-                f"{', '.join(est.contact_names) or 'none'}) in {seconds:.2f} s ({compiled.seconds:.2f} s compiling "
-                f"kernels{'' if compiled.seconds < 1.0 else ': run `rbd-estimator warm-cache` once to avoid it'}): "
-                f"{est.report.summary()}")
-            for level, text in [(WARN, why)] * bool(why) + session.coverage_lines():
+                f"configured for {session.summary()} in {self._configure_time[0]:.2f} s ({compiled.seconds:.2f} s "
+                f"compiling kernels{': run `rbd-estimator warm-cache` once to avoid it' * (compiled.seconds >= 1.0)})")
+            for level, text in [(WARN, session.oracle_error)] * bool(session.oracle_error) + session.coverage_lines():
                 self._log(level, text)
             return SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        with self._lock, self._tick_lock:
+        with self._lock, self._ticks.lock:
             s = self.session
             s.reset()
-            self._sync_subscriptions(s.inputs_needed())
+            self._ticks.subscribe(s.inputs_needed())
             if s.settings.tick == "timer":
-                self._tick_timer = self._io.create_timer(1.0 / s.settings.rate_hz, self._on_timer)
-                self._spinner.wake()
-            self._active, self._state = True, "active"
+                self._ticks.start_timer(1.0 / s.settings.rate_hz, s.on_timer)
+            self._ticks.active, self._state = True, "active"
             gc.collect()
             gc.freeze()      # what exists now stays: out of the cyclic collector's way (no ms-long pauses)
             return LifecycleNodeMixin.on_activate(self, state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         with self._lock:
-            self._stop_inputs()
+            self._ticks.stop()
+            gc.unfreeze()
             self._state = "inactive"
             return LifecycleNodeMixin.on_deactivate(self, state)
 
@@ -244,36 +195,13 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         with self._lock:
             self._release()
         self._worker.stop()
-        self._spinner.stop()
-        self._io_thread.join(5.0)
-        self._io.destroy_node()
+        self._ticks.close()
         super().destroy_node()
-
-    def _spin_io(self) -> None:
-        """The tick thread. An exception escaping a callback is logged and the thread goes on."""
-        while True:
-            try:
-                self._spinner.spin()
-                return
-            except ExternalShutdownException:
-                return
-            except Exception as exc:  # noqa: BLE001 - the node must keep ticking
-                if not self.context.ok():
-                    return
-                self._queue_log(ERROR, f"tick thread: unexpected {type(exc).__name__}: {exc}")
-
-    def _stop_inputs(self) -> None:
-        with self._tick_lock:
-            self._active = False
-            gc.unfreeze()
-            self._sync_subscriptions([])
-            if self._tick_timer is not None:
-                self._io.destroy_timer(self._tick_timer)
-                self._tick_timer = None
 
     def _release(self) -> None:
         """Destroy everything configure and activate created (idempotent)."""
-        self._stop_inputs()
+        self._ticks.stop()
+        gc.unfreeze()
         self._sync_publishers([])
         for t in (self._diag_timer,):
             if t is not None:
@@ -286,21 +214,6 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self.session = None
 
     # ================================================================== entities
-    def _sync_subscriptions(self, inputs, keep_others: bool = False) -> None:
-        """Subscribe to ``inputs`` (:class:`~rbd_estimator.runtime.session.Input`); unsubscribe the rest
-        unless ``keep_others``."""
-        wanted = {i.key: i for i in inputs}
-        for key in [k for k in self._subs if k not in wanted and not keep_others]:
-            self._io.destroy_subscription(self._subs.pop(key))
-        for key, i in wanted.items():
-            if key not in self._subs:
-                self._subs[key] = self._io.create_subscription(
-                    MESSAGES[i.message], self.resolve_topic_name(i.topic), partial(self._on_input, i.handler),
-                    TRIGGER_QOS if i.trigger else INPUT_QOS, raw=True)
-        js = self._subs.get(("joint_states",))
-        self._spinner.last_topics = {js.topic_name} if js is not None else set()   # ticks see their sensors
-        self._spinner.wake()
-
     def _sync_publishers(self, outputs, keep_others: bool = False) -> None:
         wanted = {o.topic: o for o in outputs}
         for topic in [t for t in self._pubs if t not in wanted and not keep_others]:
@@ -316,23 +229,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def _emit(self, topic: str, now: int, data: bytes) -> None:
         self._pubs[topic].publish(data)
 
-    # ================================================================== tick thread
-    @staticmethod
-    def _received(info) -> int:
-        """When the middleware received the message (wall clock, ns)."""
-        t = info.get("received_timestamp", 0) if info else 0
-        return t if t > 0 else time.time_ns()
-
-    def _on_input(self, handler, raw: bytes, info) -> None:
-        with self._tick_lock:
-            if self._active:
-                handler(raw, self._received(info))
-
-    def _on_timer(self) -> None:
-        with self._tick_lock:
-            if self._active:
-                self.session.on_timer(time.time_ns())
-
+    # ================================================================== log lines
     def _queue_log(self, level: int, text: str) -> None:
         self._events.append((level, text))
 
@@ -353,33 +250,6 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def _flat_parameters(self) -> dict:
         return {name: p.value for name, p in self.get_parameters_by_prefix("").items() if p.value is not None}
 
-    @staticmethod
-    def _parse(flat: dict):
-        config = SensorConfig.from_parameters(flat, NODE_KEYS)
-        settings = NodeSettings.from_parameters(config.node)
-        settings.check_ft_offsets(config)
-        return config, settings
-
-    def _robot_description(self, settings: NodeSettings) -> str:
-        if settings.robot_description.strip():
-            return settings.robot_description
-        # a private node in no executor (no other thread takes the message), deaf to the process's remaps
-        reader = rclpy.create_node(f"_{self.get_name()}_description_reader", namespace=self.get_namespace(),
-                                   context=self.context, use_global_arguments=False,
-                                   start_parameter_services=False, enable_logger_service=False)
-        try:
-            ok, msg = wait_for_message(String, reader, self.resolve_topic_name(settings.robot_description_topic),
-                                       qos_profile=DESCRIPTION_QOS, time_to_wait=settings.robot_description_timeout)
-        finally:
-            reader.destroy_node()
-        if not ok or not msg.data.strip():
-            raise DescriptionUnavailable(
-                f"no robot description: parameter 'robot_description' is empty and nothing arrived on "
-                f"'{settings.robot_description_topic}' within {settings.robot_description_timeout:g} s. Set the "
-                f"parameter, or start robot_state_publisher (or change 'robot_description_topic'), then "
-                f"configure again")
-        return msg.data
-
     def _on_set_parameters(self, params) -> SetParametersResult:
         with self._lock:
             try:
@@ -391,16 +261,14 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def _reconfigure(self, params) -> str:
         """'' when ``params`` are accepted (and applied or planned), else why not."""
         names, active = {p.name for p in params}, self._state == "active"
-        if active and names & NEEDS_CONFIGURE:
-            return (f"{', '.join(sorted(names & NEEDS_CONFIGURE))} can only change through cleanup and configure: "
-                    f"deactivate, cleanup, set it, then configure and activate again")
-        if active and names & NEEDS_REACTIVATE:
-            return f"{', '.join(sorted(names & NEEDS_REACTIVATE))} take effect on activate: deactivate, set, activate"
+        refusal = change_refusal(names, active)
+        if refusal:
+            return refusal
         flat = self._flat_parameters()
         flat.update({p.name: p.value for p in params})
         flat = {k: v for k, v in flat.items() if v is not None}
         try:
-            config, settings = self._parse(flat)
+            config, settings = parse_parameters(flat)
         except ConfigError as exc:
             return str(exc)
         s = self.session
@@ -410,7 +278,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             self.get_logger().info(f"{', '.join(sorted(names & NEEDS_CONFIGURE))} changed: takes effect at the "
                                    f"next configure (cleanup, then configure)")
         old_period = s.settings.diagnostics_period
-        with self._tick_lock:
+        with self._ticks.lock:
             replan = s.check(config, settings)
         if not replan:
             if settings.diagnostics_period != old_period and self._diag_timer is not None:
@@ -427,13 +295,13 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                                f"{pending.plans.main.estimator.report.summary()}")
         self._sync_publishers(s.outputs(pending.plans), keep_others=True)    # beside the running ones
         if active:
-            self._sync_subscriptions(s.inputs_needed(config, settings), keep_others=True)
-        with self._tick_lock:                  # between two ticks
+            self._ticks.subscribe(s.inputs_needed(config, settings), keep_others=True)
+        with self._ticks.lock:                 # between two ticks
             s.swap(pending)
         self._sync_publishers(s.outputs())
         if active:
-            with self._tick_lock:
-                self._sync_subscriptions(s.inputs_needed())
+            with self._ticks.lock:
+                self._ticks.subscribe(s.inputs_needed())
         for level, text in s.coverage_lines():
             self._log(level, text)
         if settings.prepare_fallbacks:
@@ -454,27 +322,18 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         return response
 
     def _calibrate(self, values: dict):
-        try:
-            args = parse_request(values)
-        except ConfigError as exc:
-            return False, str(exc)
-        with self._tick_lock:
-            s = self.session
+        with self._ticks.lock:
             if self._state != "active":
                 return False, f"the node is {self._state}: calibrate while it is active (receiving sensor data)"
-            if s.collector is not None:
-                return False, "a calibration is already running"
-            refusal = SampleCollector.refusal(s.config)
-            if refusal:
-                return False, refusal
-            s.collector = col = SampleCollector.for_inputs(args, s.inputs, s.config)
-            est = s.estimator
+            col, args = self.session.start_calibration(values)
+        if col is None:
+            return False, args
         try:
             col.done.wait(args["timeout"])
         finally:
-            with self._tick_lock:
-                s.collector = None
-        ok, text, result = fit_request(est, col, args)
+            with self._ticks.lock:
+                self.session.collector = None
+        ok, text, result = self.session.finish_calibration(col, args)
         if not ok:
             return False, text
         applied = [r.name for r in result.sensors if r.ok]

@@ -151,6 +151,25 @@ class NodeSettings:
         return self.joint_torque_topic or self.joint_states_topic
 
 
+def parse_parameters(flat: dict):
+    """``(SensorConfig, NodeSettings)`` of the node's flat parameters; ConfigError names the parameter."""
+    from ..estimation import SensorConfig
+    config = SensorConfig.from_parameters(flat, NODE_KEYS)
+    settings = NodeSettings.from_parameters(config.node)
+    settings.check_ft_offsets(config)
+    return config, settings
+
+
+def change_refusal(names, active: bool) -> str:
+    """Why the parameters ``names`` cannot change now ('' if they can)."""
+    if active and names & NEEDS_CONFIGURE:
+        return (f"{', '.join(sorted(names & NEEDS_CONFIGURE))} can only change through cleanup and configure: "
+                f"deactivate, cleanup, set it, then configure and activate again")
+    if active and names & NEEDS_REACTIVATE:
+        return f"{', '.join(sorted(names & NEEDS_REACTIVATE))} take effect on activate: deactivate, set, activate"
+    return ""
+
+
 def default_topic(kind: str, name: str) -> str:
     """Default input topic of a sensor whose ``topic`` parameter is empty (relative: follows the
     node's namespace)."""

@@ -30,8 +30,9 @@ import warnings
 from dataclasses import dataclass
 from functools import partial
 
-from ..errors import ModelWarning
+from ..errors import ConfigError, DescriptionUnavailable, IllPosedError, ModelError, ModelWarning
 from . import cdr
+from .calibration import SampleCollector, fit_request, parse_request
 from .contact_state import ContactState
 from .input_core import CDR_ERROR
 from .inputs import SensorInputs
@@ -77,6 +78,21 @@ class Pending:
     oracle_error: str
 
 
+def advice(exc: BaseException) -> str:
+    """One line for a failed configure or reconfiguration: what is wrong and what to change."""
+    if isinstance(exc, IllPosedError):
+        return (f"the sensor set is ill-posed: {exc}. Add sensors (force-torque, load cells, joint torques) or "
+                f"constrain the contacts (contact.<name>.type), then configure again")
+    if isinstance(exc, ModelError):
+        return (f"robot model error: {exc}. Fix robot_description, or the frame and sensor names in the "
+                f"parameters, then configure again")
+    if isinstance(exc, ConfigError):
+        return f"invalid parameters: {exc}. Fix the parameter named above, then configure again"
+    if isinstance(exc, DescriptionUnavailable):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
 def make_oracle(xml, config, estimator, settings):
     """The pinocchio cross-check of the full set: ``(oracle or None, why it is off or '')``."""
     if settings.oracle_every_n == 0:
@@ -104,26 +120,29 @@ def plan_set(xml, config, settings, quiet: bool = False) -> PlanSet:
 class Session:
     """One configured estimator at run time (see the module docstring)."""
 
-    def __init__(self, xml: str, config, settings: NodeSettings | None = None, plans: PlanSet | None = None,
-                 oracle=None, log=None):
-        """``plans`` (planned elsewhere) or planned here; ``oracle``: a cross-check or None (see
-        :func:`make_oracle`); ``log(level, text)``: where events go (default: nowhere)."""
+    def __init__(self, xml: str, config, settings: NodeSettings | None = None, cross_check: bool = False,
+                 log=None):
+        """Plan ``config`` for the robot description ``xml`` (raises ModelError / ConfigError /
+        IllPosedError); ``settings``: the node-only parameters (default: from ``config.node``);
+        ``cross_check``: build the pinocchio cross-check (``oracle_every_n`` > 0); ``log(level,
+        text)``: where events go (default: nowhere)."""
         settings = settings if settings is not None else NodeSettings.from_parameters(config.node)
         settings.check_ft_offsets(config)
         self.xml = xml
         self.log = log or (lambda level, text: None)
         self.emit = None                    # emit(output topic, now, bytes), set by the driver
         self.config, self.settings = config, settings
-        self.plans = plans if plans is not None else plan_set(xml, config, settings)
+        self.plans = plan_set(xml, config, settings)
         est = self.plans.main.estimator
         self.inputs = SensorInputs.for_estimator(est, config, settings)
+        self.inputs.warm_up()
         #: runs a planning job (a sensor loss without a plan yet): at once by default (the replay);
         #: the node hands it to its planning thread
         self.run_job = lambda job: job()
         self.core = TickCore(self._on_missing_changed, lambda plans, missing: self.run_job(partial(plans.prepare, missing)),
                              self._on_estimate_failure, self._on_subset_changed)
         self.latency = RollingStats(4096)
-        self.oracle, self.oracle_error = oracle, ""
+        self.oracle, self.oracle_error = make_oracle(xml, config, est, settings) if cross_check else (None, "")
         self.oracle_checks = 0
         self.oracle_residual = self.oracle_base_residual = float("nan")
         self.collector = None                # an offset calibration collecting samples
@@ -154,6 +173,12 @@ class Session:
         self.status = (OK, "active, waiting for joint states")
         self.subset_status = None
         self.contacts = ContactState(self.plans.main.estimator, self.settings.contact_command_timeout)
+
+    def summary(self) -> str:
+        """One line on the estimator in use (robot, joints, contacts, plan)."""
+        est = self.estimator
+        return (f"'{est.model.name}' ({len(est.joint_names)} joints, contacts {', '.join(est.contact_names) or 'none'}):"
+                f" {est.report.summary()}")
 
     @property
     def estimator(self):
@@ -305,6 +330,27 @@ class Session:
             return
         self.oracle_checks += 1
         self.oracle_residual, self.oracle_base_residual = joint, base
+
+    # ------------------------------------------------------------------ offset calibration
+    def start_calibration(self, values: dict) -> tuple:
+        """A force-torque offset calibration request (:func:`~.calibration.parse_request`):
+        ``(collector, arguments)`` (the tick hands it samples from now on), or ``(None, why not)``.
+        Call with the tick thread held."""
+        try:
+            args = parse_request(values)
+        except ConfigError as exc:
+            return None, str(exc)
+        if self.collector is not None:
+            return None, "a calibration is already running"
+        refusal = SampleCollector.refusal(self.config)
+        if refusal:
+            return None, refusal
+        self.collector = SampleCollector.for_inputs(args, self.inputs, self.config)
+        return self.collector, args
+
+    def finish_calibration(self, collector, args: dict) -> tuple:
+        """``(ok, why not, CalibrationResult)`` from what ``collector`` gathered."""
+        return fit_request(self.estimator, collector, args)
 
     # ------------------------------------------------------------------ events (tick thread)
     def _say(self, level: int, text: str, key=None, every: float = 0.0) -> None:
