@@ -83,6 +83,7 @@ setup(
         'PyYAML',
         'urdfdom-py',
         'numba',
+        'threadpoolctl',
     ],
     extras_require={
         'oracle': oracle,
