@@ -120,10 +120,8 @@ class Replayer:
         self._state_enc = cdr.ContactStateEncoder(self.contacts.names) if self.state_topic else None
         self._state_conn = 1 + len(est.contact_names)      # its output index, after torques and wrenches
         # the output messages as the node serializes them (cdr encoders), stamp and values set per estimate
-        tau0 = cdr.JointTorquesEncoder(est.joint_names).encode(0, 0, np.zeros(len(est.joint_names)))
-        self._templates = [np.frombuffer(tau0, np.uint8)]
-        self._templates += [np.frombuffer(cdr.WrenchStampedEncoder(f).encode(0, 0, np.zeros(6)), np.uint8)
-                            for f in est.contact_frames]
+        self._templates = [cdr.JointTorquesEncoder(est.joint_names)]
+        self._templates += [cdr.WrenchStampedEncoder(f) for f in est.contact_frames]
         self.tick_on_js = s.tick == "joint_states"
         self.period_ns = int(round(1e9 / s.rate_hz))
         self._next_timer = None
@@ -309,12 +307,13 @@ class Replayer:
         stamp[:, 0] = sec
         stamp[:, 1] = nsec.astype("<u4").view("<i4")
         out = []
-        for template, values in zip(self._templates, [tau] + [w[:, 6 * c:6 * c + 6] for c in range(len(self.contact_names))]):
-            L, nv = len(template), values.shape[1]
-            e = np.empty((nt, L), np.uint8)
-            e[:] = template
-            e[:, 4:12] = stamp.view(np.uint8)
-            e[:, L - 8 * nv:] = np.ascontiguousarray(values, "<f8").view(np.uint8).reshape(nt, 8 * nv)
+        values = [tau] + [w[:, 6 * c:6 * c + 6] for c in range(len(self.contact_names))]
+        for enc, v in zip(self._templates, values):
+            e = np.empty((nt, len(enc.buf)), np.uint8)
+            e[:] = np.frombuffer(enc.buf, np.uint8)
+            e[:, enc.stamp_offset:enc.stamp_offset + 8] = stamp.view(np.uint8)
+            o = enc.offsets[0]
+            e[:, o:o + 8 * v.shape[1]] = np.ascontiguousarray(v, "<f8").view(np.uint8).reshape(nt, 8 * v.shape[1])
             out.append(e)
         return out
 

@@ -8,9 +8,9 @@
 * :mod:`.tick`        one tick (freshness, plan lookup, estimate): shared by the node and the replay;
 * :mod:`.batch`       the same tick over a run of recorded messages in one compiled loop (the replay);
 * :mod:`.calibration` sample collection and request parsing of ``~/calibrate_ft_offsets``;
-* :mod:`.cdr`         CDR codecs in Python: the output messages, joint-state names, strings;
+* :mod:`.cdr`         the output messages as templates serialized once by rosbags; the joint-state decoder;
 * :mod:`.bag_io`      whole batches of raw messages in and out of rosbag2 bags, public APIs only (the replay);
-* :mod:`.mcap_salvage` sequential reading of a truncated MCAP recording (the offline replay);
+* :mod:`.mcap_salvage` a truncated MCAP recording read record by record (mcap's ``StreamReader``; the replay);
 * :mod:`.plans`       the estimator for the full sensor set plus the plans for sensor losses;
 * :mod:`.convert`     message ↔ array conversions (the demo);
 * :mod:`.diagnostics` the ``/diagnostics`` status;
