@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start without a ROS distribution: builds .venv in the repository root
-# from PyPI (requirements/standalone.txt + this package, editable), then
+# from PyPI (the exact versions of requirements/standalone.lock.txt + this package,
+# editable), then
 #   bash scripts/quickstart.sh demo [ARGS...]   runs python -m rbd_estimator.demo ARGS
 #   bash scripts/quickstart.sh test [ARGS...]   runs python -m pytest -q test ARGS
 set -euo pipefail
@@ -42,13 +43,13 @@ if [[ ! -x "$py" ]]; then
     "$base_python" -m venv "$venv"
 fi
 
-want="$(cat requirements/standalone.txt setup.py pyproject.toml | sha256sum | cut -d' ' -f1)"
+want="$(cat requirements/standalone.txt requirements/standalone.lock.txt setup.py pyproject.toml | sha256sum | cut -d' ' -f1)"
 have="$(cat "$stamp" 2>/dev/null || true)"
 if [[ "$want" != "$have" ]]; then
     start=$SECONDS
     echo "quickstart: installing dependencies into $venv" >&2
     "$py" -m pip install --upgrade pip
-    "$py" -m pip install -r requirements/standalone.txt
+    "$py" -m pip install -r requirements/standalone.lock.txt
     # the build environment is this one (the package's build-system requirements are the runtime's)
     "$py" -m pip install --no-build-isolation -e .
     echo "$want" >"$stamp"

@@ -275,12 +275,12 @@ def test_raw_batch_helpers():
 
 
 def test_chunk_decompression_checks_size_and_crc():
-    """The chunk decompression the reader and the salvage scanner share: zstd, lz4 and none; a
+    """The chunk decompression of the chunk-by-chunk reader: zstd, lz4 and none; a
     wrong uncompressed size or CRC-32 (when the chunk states one) is refused, naming which."""
     import zlib
 
     import lz4.frame
-    from rbd_estimator.replay.mcap_salvage import SalvageError, decompress
+    from rbd_estimator.replay.bag_io import ChunkError, decompress
     try:
         from compression import zstd
     except ImportError:
@@ -290,12 +290,76 @@ def test_chunk_decompression_checks_size_and_crc():
     for name, packed in (("zstd", zstd.compress(raw)), ("lz4", lz4.frame.compress(raw)), ("", raw)):
         assert decompress(packed, name, len(raw), crc) == raw
         assert decompress(packed, name, len(raw), 0) == raw          # CRC 0: not stated (rosbags writes 0)
-        with pytest.raises(SalvageError, match="CRC-32"):
+        with pytest.raises(ChunkError, match="CRC-32"):
             decompress(packed, name, len(raw), crc ^ 1)
-        with pytest.raises(SalvageError, match=f"decompresses to {len(raw)} bytes, its header says {len(raw) + 1}"):
+        with pytest.raises(ChunkError, match=f"decompresses to {len(raw)} bytes, its header says {len(raw) + 1}"):
             decompress(packed, name, len(raw) + 1, crc)
-    with pytest.raises(SalvageError, match="unsupported chunk compression 'bz2'"):
+    with pytest.raises(ChunkError, match="unsupported chunk compression 'bz2'"):
         decompress(raw, "bz2", len(raw))
+
+
+# ============================================================================ salvage (truncated MCAP)
+
+def salvage(path, connections=None):
+    """(topic, time, bytes) :class:`McapSalvageReader` yields, and the error it raised (or None)."""
+    from rbd_estimator.replay.mcap_salvage import McapSalvageReader, SalvageError
+    r = McapSalvageReader(str(path))
+    got, error = [], None
+    try:
+        for c, t, raw in r.messages(connections):
+            got.append((c.topic, t, bytes(raw)))
+    except SalvageError as exc:
+        error = str(exc)
+    return r, got, error
+
+
+@pytest.mark.parametrize("kind", ["mcap-zstd", "mcap"])
+def test_salvage_reads_a_truncated_mcap_up_to_the_cut(tmp_path, kind):
+    """A recording cut inside its third chunk: the salvage reader yields every message of the two
+    complete chunks, in rosbags' order of the whole file, none of the cut chunk, no shortened
+    payload; then raises naming the offset. Cut between records: everything before, no error. The
+    whole file: what rosbags reads, with the counts per topic."""
+    bag = write_bag(tmp_path / "bag", KINDS[kind], messages(16000, seed=31))
+    ref = read_reference(bag)
+    chunks = mcap_chunks(bag)
+    assert len(chunks) >= 4
+    (f,) = bag.glob("*.mcap")
+    whole = f.read_bytes()
+
+    r, got, error = salvage(f)
+    assert got == ref and error is None and r.error == ""
+    assert r.message_count == len(ref)
+    assert {c.topic: c.msgcount for c in r.connections} == {t: sum(1 for m in ref if m[0] == t) for t, _ in TOPICS}
+    imu = [c for c in r.connections if c.topic == "/imu"]
+    assert imu[0].msgtype == "sensor_msgs/msg/Imu"
+    assert salvage(f, imu)[1] == [m for m in ref if m[0] == "/imu"]
+
+    third = chunks[2]
+    for cut in (third.chunk_start_offset + 40, third.chunk_start_offset + third.chunk_length - 3):
+        part = tmp_path / f"cut_{cut}.mcap"
+        part.write_bytes(whole[:cut])
+        r, got, error = salvage(part)
+        assert error is not None and f"at byte {third.chunk_start_offset} of {cut}" in error
+        assert "ends inside a record" in error
+        assert got == ref[:len(got)]
+        assert len(got) >= sum(1 for m in ref if m[1] < third.message_start_time)
+        assert all(t <= chunks[1].message_end_time for _, t, _ in got)
+        assert r.message_count == len(got)
+
+    part = tmp_path / "between.mcap"                    # the end of the third chunk's records
+    part.write_bytes(whole[:chunks[3].chunk_start_offset])
+    r, got, error = salvage(part)
+    assert error is None and r.error == ""
+    assert got == ref[:len(got)] and all(t <= chunks[2].message_end_time for _, t, _ in got)
+    assert len(got) >= sum(1 for m in ref if m[1] < chunks[3].message_start_time)
+
+
+def test_salvage_refuses_a_file_that_is_not_mcap(tmp_path):
+    from rbd_estimator.replay.mcap_salvage import McapSalvageReader, SalvageError
+    for name, data in (("text.mcap", b"not an mcap file at all"), ("short.mcap", b"\x89MC")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(SalvageError, match="not an MCAP file"):
+            McapSalvageReader(str(tmp_path / name))
 
 
 # ============================================================================ writing

@@ -24,14 +24,18 @@ def _storage_of(path: str, storage: str | None) -> str:
 
 
 def read_description(reader, topic: str) -> str | None:
-    """The last ``std_msgs/String`` on ``topic`` in the bag (robot_state_publisher's description)."""
+    """The last ``std_msgs/String`` on ``topic`` in the bag (robot_state_publisher's description),
+    read by rosbags."""
+    from rosbags.typesys import Stores, get_typestore
+
     conns = [c for c in reader.connections if c.topic == topic and c.msgtype == cdr.STRING]
     text = None
     if not conns:
         return None
+    ts = get_typestore(Stores.ROS2_JAZZY)
     try:
         for _, _, raw in reader.messages(connections=conns):
-            text = cdr.decode(cdr.STRING, raw).data
+            text = ts.deserialize_cdr(raw, cdr.STRING).data
     except Exception:  # noqa: BLE001 - a damaged recording: the description read before the damage will do
         if text is None:
             raise

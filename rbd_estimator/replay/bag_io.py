@@ -39,6 +39,7 @@ rosbags reads them. ``test/test_bag_io.py`` checks the equivalence on bags rosba
 """
 from __future__ import annotations
 
+import zlib
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -46,7 +47,6 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from ..jit import njit
-from .mcap_salvage import decompress
 
 __all__ = ["BagReadError", "RawBatch", "iter_batches", "write_batch"]
 
@@ -56,6 +56,9 @@ _MSG_HEAD = 31                  # opcode 1 + record length 8 + channel 2 + seque
 class BagReadError(RuntimeError):
     """An MCAP chunk that cannot be read (truncated, corrupt, not a Chunk record)."""
 
+
+class ChunkError(ValueError):
+    """A chunk's records do not decompress to what its header states (:func:`decompress`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -344,6 +347,30 @@ def _read_chunk(fh, index, want) -> RawBatch:
         order = np.argsort(time, kind="stable")
         conn, time, start, length = conn[order], time[order], start[order], length[order]
     return RawBatch(conn, time, buf, start, length)
+
+
+def decompress(data, compression: str, size: int, crc: int = 0) -> bytes:
+    """The records of a Chunk record: ``data`` decompressed (``compression``: ``""``, ``zstd`` or
+    ``lz4``, as the MCAP specification names them), checked against the chunk's uncompressed
+    ``size`` (bytes) and, when not 0, its CRC-32 ``crc``. Raises :class:`ChunkError` otherwise."""
+    if compression == "":
+        raw = bytes(data)
+    elif compression == "zstd":
+        try:
+            from compression import zstd  # Python 3.14
+        except ImportError:
+            from backports import zstd
+        raw = zstd.decompress(bytes(data))
+    elif compression == "lz4":
+        import lz4.frame
+        raw = lz4.frame.decompress(bytes(data))
+    else:
+        raise ChunkError(f"unsupported chunk compression '{compression}'")
+    if len(raw) != size:
+        raise ChunkError(f"a chunk decompresses to {len(raw)} bytes, its header says {size}")
+    if crc and zlib.crc32(raw) != crc:
+        raise ChunkError(f"a chunk's CRC-32 is {zlib.crc32(raw):#010x}, its header says {crc:#010x}")
+    return raw
 
 
 class _Pool:

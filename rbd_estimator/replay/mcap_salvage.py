@@ -1,27 +1,32 @@
-"""Read what can be read of a truncated MCAP file (no footer, no summary): a sequential scan.
+"""Read what can be read of a truncated MCAP file (no footer, no summary), through mcap's ``StreamReader``.
 
 ``rosbags`` opens an MCAP file through its footer and summary section, so a recording cut short
-(a crashed recorder, a copy that stopped) cannot be opened at all. MCAP records are
-self-delimiting (opcode, length, content), so this scanner reads the file from the start and
-yields every complete message record, inside chunks or not, until the first incomplete or
-undecodable record; then it raises :class:`SalvageError` saying where. Records follow the MCAP
-specification (https://mcap.dev/spec): Schema 0x03, Channel 0x04, Message 0x05, Chunk 0x06 (zstd,
-lz4 or uncompressed). No ROS import.
+(a crashed recorder, a copy that stopped) cannot be opened at all. The ``mcap`` package's
+``StreamReader`` reads the records from the start of the file, one after the other, chunks
+decompressed (zstd, lz4 or none) and their CRC checked where the chunk states one. It stops with an
+exception at the first record it cannot read; :class:`McapSalvageReader` keeps every message read
+before it, then raises :class:`SalvageError` saying where. No ROS import.
+
+The file is read through :class:`_WholeReads`, which refuses a short read: the stream reader takes
+what a read returns, so a record cut by the end of the file would otherwise come out shortened
+(a message with part of its payload) instead of stopping the reading.
 """
 from __future__ import annotations
 
-import struct
-import zlib
+import os
 from dataclasses import dataclass, field
 
-MAGIC = b"\x89MCAP0\r\n"
-_OP_LEN = struct.Struct("<BQ")
-_MSG = struct.Struct("<HIQQ")
-_CHUNK = struct.Struct("<QQQI")
+from mcap.exceptions import InvalidMagic
+from mcap.records import Channel, Message, Schema
+from mcap.stream_reader import StreamReader
 
 
 class SalvageError(RuntimeError):
     """The file ends (or is corrupt) at a given offset; everything before was yielded."""
+
+
+class _Truncated(EOFError):
+    """A read asked for more bytes than the file has left."""
 
 
 @dataclass
@@ -40,144 +45,111 @@ class _Ext:
     offered_qos_profiles: list = []
 
 
-def _string(b, o):
-    (n,) = struct.unpack_from("<I", b, o)
-    o += 4
-    if o + n > len(b):
-        raise SalvageError("string past the end of its record")
-    return bytes(b[o:o + n]).decode("utf-8"), o + n
+class _WholeReads:
+    """A binary file whose ``read(n)`` returns exactly ``n`` bytes or raises :class:`_Truncated`."""
 
+    def __init__(self, fh):
+        self.fh = fh
 
-def decompress(data, compression: str, size: int, crc: int = 0) -> bytes:
-    """The records of a Chunk record: ``data`` decompressed (``compression``: ``""``, ``zstd`` or
-    ``lz4``, as the MCAP specification names them), checked against the chunk's uncompressed
-    ``size`` (bytes) and, when not 0, its CRC-32 ``crc``. Raises :class:`SalvageError` otherwise."""
-    if compression == "":
-        raw = bytes(data)
-    elif compression == "zstd":
-        try:
-            from compression import zstd  # Python 3.14
-        except ImportError:
-            from backports import zstd
-        raw = zstd.decompress(bytes(data))
-    elif compression == "lz4":
-        import lz4.frame
-        raw = lz4.frame.decompress(bytes(data))
-    else:
-        raise SalvageError(f"unsupported chunk compression '{compression}'")
-    if len(raw) != size:
-        raise SalvageError(f"a chunk decompresses to {len(raw)} bytes, its header says {size}")
-    if crc and zlib.crc32(raw) != crc:
-        raise SalvageError(f"a chunk's CRC-32 is {zlib.crc32(raw):#010x}, its header says {crc:#010x}")
-    return raw
+    def read(self, n: int = -1) -> bytes:
+        data = self.fh.read(n)
+        if n > 0 and len(data) < n:
+            raise _Truncated(f"the file ends {n - len(data)} bytes short of a read of {n}")
+        return data
+
+    def tell(self) -> int:
+        return self.fh.tell()
 
 
 class McapSalvageReader:
-    """``connections`` and ``messages()`` of a (possibly truncated) MCAP file, read in file order."""
+    """``connections`` and ``messages()`` of a (possibly truncated) MCAP file, read in file order
+    (the messages of one chunk in log-time order, as rosbags yields them)."""
 
     def __init__(self, path: str):
         self.path = path
-        with open(path, "rb") as fh:
-            self._data = memoryview(fh.read())
-        if bytes(self._data[:8]) != MAGIC:
-            raise SalvageError(f"'{path}' is not an MCAP file (bad magic)")
-        self.schemas: dict = {}
-        self.channels: dict = {}
+        self.size = os.path.getsize(path)
+        self.schemas: dict = {}                 # schema id → mcap Schema
+        self.channels: dict = {}                # channel id → SalvagedConnection
         self.error = ""
         self.message_count = 0
-        for kind, *_ in self._records(scan=True):       # first pass: channels, schemas, count
-            if kind == "msg":
-                self.message_count += 1
+        for conn, _, _ in self._messages():     # first pass: channels, schemas, counts
+            conn.msgcount += 1
+            self.message_count += 1
         self.connections = list(self.channels.values())
 
-    def _records(self, scan: bool):
-        d = self._data
-        o = 8
-        end = len(d)
-        while True:
-            if o == end:
-                return
-            if o + 9 > end:
-                self._fail(o, "the file ends inside a record header")
-                return
-            op, n = _OP_LEN.unpack_from(d, o)
-            body = o + 9
-            if body + n > end:
-                self._fail(o, f"the file ends inside a record (opcode 0x{op:02x}, {n} bytes)")
-                return
-            rec = d[body:body + n]
-            try:
-                if op == 0x06:
-                    _, _, usize, crc = _CHUNK.unpack_from(rec, 0)
-                    comp, p = _string(rec, 28)
-                    (clen,) = struct.unpack_from("<Q", rec, p)
-                    raw = decompress(rec[p + 8:p + 8 + clen], comp, usize, crc)
-                    yield from self._inner(memoryview(raw), scan)
-                elif op == 0x02:            # footer: the end
+    def _messages(self):
+        """``(connection, log_time, data)`` of every complete message; sets :attr:`error` where the
+        reading stopped. The records of a chunk come out of the stream reader while the file stays
+        at the chunk's end, so the messages read at one file position are one chunk (or one message
+        outside chunks): they are yielded together, sorted stably by log time."""
+        self.error = ""
+        with open(self.path, "rb") as fh:
+            src = _WholeReads(fh)
+            records = StreamReader(src, validate_crcs=True, record_size_limit=self.size).records
+            start = end = None          # file offsets: start and end of the last records read
+            group = []
+            while True:
+                try:
+                    record = next(records)
+                except StopIteration:
+                    break
+                except Exception as exc:  # noqa: BLE001 - mcap, zstd, lz4 and struct raise their own types
+                    yield from _in_time_order(group)
+                    self._stopped(fh, end, exc)
                     return
-                else:
-                    yield from self._one(op, rec, scan)
-            except SalvageError as exc:
-                self._fail(o, str(exc))
-                return
-            except Exception as exc:  # noqa: BLE001 - corrupt bytes: stop here
-                self._fail(o, f"{type(exc).__name__}: {exc}")
-                return
-            o = body + n
+                at = src.tell()
+                if at != end:
+                    yield from _in_time_order(group)
+                    group, start, end = [], end, at
+                try:
+                    self._take(record, group)
+                except SalvageError as exc:
+                    self._fail(8 if start is None else start, str(exc))
+                    return
+        yield from _in_time_order(group)
 
-    def _inner(self, d, scan):
-        o, end = 0, len(d)
-        msgs = []
-        while o < end:
-            if o + 9 > end:
-                raise SalvageError("a chunk ends inside a record")
-            op, n = _OP_LEN.unpack_from(d, o)
-            if o + 9 + n > end:
-                raise SalvageError("a chunk ends inside a record")
-            for r in self._one(op, d[o + 9:o + 9 + n], scan):
-                msgs.append(r)
-            o += 9 + n
-        msgs.sort(key=lambda r: r[2])      # time order within a chunk (stable)
-        yield from msgs
-
-    def _one(self, op, rec, scan):
-        if op == 0x03:
-            (sid,) = struct.unpack_from("<H", rec, 0)
-            name, p = _string(rec, 2)
-            enc, p = _string(rec, p)
-            (n,) = struct.unpack_from("<I", rec, p)
-            self.schemas[sid] = (name, enc, bytes(rec[p + 4:p + 4 + n]).decode("utf-8", "replace"))
-        elif op == 0x04:
-            cid, sid = struct.unpack_from("<HH", rec, 0)
-            topic, p = _string(rec, 4)
-            if cid not in self.channels:
-                name = self.schemas.get(sid, ("", "", ""))[0]
-                self.channels[cid] = SalvagedConnection(cid, topic, name, None, "", 0, _Ext())
-        elif op == 0x05:
-            cid, _, log_time, _ = _MSG.unpack_from(rec, 0)
-            conn = self.channels.get(cid)
+    def _take(self, record, group) -> None:
+        if isinstance(record, Schema):
+            self.schemas[record.id] = record
+        elif isinstance(record, Channel):
+            if record.id not in self.channels:
+                schema = self.schemas.get(record.schema_id)
+                self.channels[record.id] = SalvagedConnection(
+                    record.id, record.topic, schema.name if schema is not None else "", None, "", 0, _Ext())
+        elif isinstance(record, Message):
+            conn = self.channels.get(record.channel_id)
             if conn is None:
-                raise SalvageError(f"message on unknown channel {cid}")
-            if scan:
-                conn.msgcount += 1
-                yield ("msg", conn, log_time, None)
-            else:
-                yield ("msg", conn, log_time, bytes(rec[_MSG.size:]))
+                raise SalvageError(f"message on unknown channel {record.channel_id}")
+            group.append((conn, record.log_time, record.data))
 
-    def _fail(self, offset, why):
+    def _stopped(self, fh, end, exc) -> None:
+        """The stream reader raised ``exc`` reading the record after file offset ``end`` (None:
+        the magic). Nothing more at a record boundary is the end of a file cut between records."""
+        if end is None and isinstance(exc, (InvalidMagic, _Truncated)):
+            raise SalvageError(f"'{self.path}' is not an MCAP file (bad magic)") from None
+        if isinstance(exc, _Truncated) and end == self.size:
+            return
+        why = (f"the file ends inside a record ({exc})" if isinstance(exc, _Truncated)
+               else f"{type(exc).__name__}: {exc}")
+        self._fail(end, why)
+
+    def _fail(self, offset, why) -> None:
         if not self.error:
-            self.error = f"at byte {offset} of {len(self._data)}: {why}"
+            self.error = f"at byte {offset} of {self.size}: {why}"
 
     def messages(self, connections=None):
         """``(connection, log_time, raw)`` in file order; raises :class:`SalvageError` at the first
         incomplete or corrupt record (after yielding everything before it)."""
         ids = None if connections is None else {c.id for c in connections}
-        self.error = ""
-        for _, conn, t, raw in self._records(scan=False):
+        for conn, t, raw in self._messages():
             if ids is None or conn.id in ids:
                 yield conn, t, raw
         if self.error:
             raise SalvageError(f"{self.path}: {self.error}")
 
     def close(self) -> None:
-        self._data = memoryview(b"")
+        """Nothing to release: every reading opens and closes the file."""
+
+
+def _in_time_order(group):
+    return sorted(group, key=lambda m: m[1])

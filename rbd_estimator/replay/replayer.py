@@ -100,9 +100,8 @@ class Replayer:
         self.torque_topic = r("~/joint_torques")
         self.wrench_topics = [r(t) for t in s.wrench_topics]
         self.state_topic = r("~/contact_state") if s.contacts.switchable else None
-        # the output messages as the node serializes them, stamp and values set per estimate (batches)
-        self._templates = [np.frombuffer(s.torque_encoder.encode(0, 0, np.zeros(len(self.joint_names))), np.uint8)]
-        self._templates += [np.frombuffer(e.encode(0, 0, np.zeros(6)), np.uint8) for e in s.wrench_encoders]
+        # the output encoders (templates: stamp and values set per estimate, in batches here)
+        self._templates = [s.torque_encoder, *s.wrench_encoders]
         self.tick_on_js = s.tick_on_js
         self.period_ns = int(round(1e9 / s.settings.rate_hz))
         self._next_timer = None
@@ -281,12 +280,13 @@ class Replayer:
         stamp[:, 0] = sec
         stamp[:, 1] = nsec.astype("<u4").view("<i4")
         out = []
-        for template, values in zip(self._templates, [tau] + [w[:, 6 * c:6 * c + 6] for c in range(len(self.contact_names))]):
-            L, nv = len(template), values.shape[1]
-            e = np.empty((nt, L), np.uint8)
-            e[:] = template
-            e[:, 4:12] = stamp.view(np.uint8)
-            e[:, L - 8 * nv:] = np.ascontiguousarray(values, "<f8").view(np.uint8).reshape(nt, 8 * nv)
+        values = [tau] + [w[:, 6 * c:6 * c + 6] for c in range(len(self.contact_names))]
+        for enc, v in zip(self._templates, values):
+            e = np.empty((nt, len(enc.buf)), np.uint8)
+            e[:] = np.frombuffer(enc.buf, np.uint8)
+            e[:, enc.stamp_offset:enc.stamp_offset + 8] = stamp.view(np.uint8)
+            o = enc.offsets[0]
+            e[:, o:o + 8 * v.shape[1]] = np.ascontiguousarray(v, "<f8").view(np.uint8).reshape(nt, 8 * v.shape[1])
             out.append(e)
         return out
 

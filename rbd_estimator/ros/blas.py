@@ -1,73 +1,64 @@
-"""Limit the BLAS thread pools of this process (OpenBLAS, as bundled with the numpy and scipy wheels).
+"""Limit the BLAS thread pools of this process, through ``threadpoolctl``.
 
 The tick uses no BLAS, but planning runs dense LAPACK (SVD, LU). Multi-threaded OpenBLAS spins its
 threads while waiting for work; on a machine whose cores are busy (ticks, publishers, other nodes)
 that turns a 0.1 s plan into seconds and starves the tick thread. The node's executable therefore
-runs BLAS single-threaded; ``OPENBLAS_NUM_THREADS`` set by the user wins (nothing is changed then).
+runs BLAS single-threaded. A thread count the user chose through the environment wins: a library
+whose own variable is set (:data:`THREAD_VARIABLES`: ``OPENBLAS_NUM_THREADS`` for OpenBLAS,
+``MKL_NUM_THREADS`` for MKL, …, or ``OMP_NUM_THREADS``, which they all read) is left as it is.
+
+``threadpoolctl`` finds every BLAS loaded in the process (the OpenBLAS builds bundled with the numpy
+and scipy wheels, MKL, BLIS, FlexiBLAS) and sets their thread counts through their own calls.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 
-_SET = ("openblas_set_num_threads", "openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-        "scipy_openblas_set_num_threads64_")
-_GET = ("openblas_get_num_threads", "openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
-        "scipy_openblas_get_num_threads64_")
+from threadpoolctl import ThreadpoolController
+
+#: Environment variables that set each BLAS's thread count (threadpoolctl's ``internal_api`` names);
+#: a library of a kind not listed honours ``OMP_NUM_THREADS`` only.
+THREAD_VARIABLES = {
+    "openblas": ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"),
+    "mkl": ("MKL_NUM_THREADS", "OMP_NUM_THREADS"),
+    "blis": ("BLIS_NUM_THREADS", "OMP_NUM_THREADS"),
+    "flexiblas": ("FLEXIBLAS_NUM_THREADS", "OMP_NUM_THREADS"),
+}
 
 
-def _openblas_libraries():
-    paths = []
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                path = line.split()[-1] if line.strip() else ""
-                if "openblas" in os.path.basename(path).lower() and path not in paths:
-                    paths.append(path)
-    except OSError:
-        pass
-    libs = []
-    for p in paths:
-        try:
-            libs.append(ctypes.CDLL(p))
-        except OSError:
-            continue
-    return libs
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries loaded in this process (numpy's and scipy's loaded first)."""
+    import numpy  # noqa: F401 - make sure the libraries are loaded
+    import scipy.linalg  # noqa: F401
+    return ThreadpoolController().select(user_api="blas")
+
+
+def user_chose_threads(internal_api: str, environ=None) -> bool:
+    """Whether the environment (``os.environ`` by default) sets the thread count of a BLAS of kind
+    ``internal_api`` (threadpoolctl's name: ``openblas``, ``mkl``, ``blis``, ``flexiblas``)."""
+    environ = os.environ if environ is None else environ
+    return any(environ.get(v) for v in THREAD_VARIABLES.get(internal_api, ("OMP_NUM_THREADS",)))
 
 
 def blas_threads() -> list:
-    """Current thread count of every OpenBLAS loaded in this process."""
-    out = []
-    for lib in _openblas_libraries():
-        for sym in _GET:
-            f = getattr(lib, sym, None)
-            if f is not None:
-                out.append(int(f()))
-                break
-    return out
+    """Current thread count of every BLAS loaded in this process."""
+    return [int(lib["num_threads"]) for lib in _blas().info()]
 
 
-def limit_blas_threads(n: int = 1, respect_environment: bool = True) -> list:
-    """Set every loaded OpenBLAS to ``n`` threads; returns the previous counts (for restoring)."""
-    import numpy  # noqa: F401 - make sure the libraries are loaded
-    import scipy.linalg  # noqa: F401
-    if respect_environment and os.environ.get("OPENBLAS_NUM_THREADS"):
-        return []
-    previous = []
-    for lib in _openblas_libraries():
-        get = next((getattr(lib, s) for s in _GET if getattr(lib, s, None) is not None), None)
-        put = next((getattr(lib, s) for s in _SET if getattr(lib, s, None) is not None), None)
-        if put is None:
-            continue
-        previous.append(int(get()) if get is not None else 0)
-        put(ctypes.c_int(int(n)))
-    return previous
+def limit_blas_threads(n: int = 1, respect_environment: bool = True):
+    """Set every loaded BLAS to ``n`` threads, except (``respect_environment``) those whose thread
+    count the environment sets. Returns a handle for :func:`restore_blas_threads`, or None when no
+    library was changed."""
+    libs = _blas()
+    if respect_environment:
+        libs = libs.select(internal_api=sorted({lib["internal_api"] for lib in libs.info()
+                                                if not user_chose_threads(lib["internal_api"])}))
+    if not libs.info():
+        return None
+    return libs.limit(limits=int(n))
 
 
-def restore_blas_threads(previous: list) -> None:
-    """Undo :func:`limit_blas_threads` (same library order)."""
-    for lib, n in zip([lb for lb in _openblas_libraries()
-                       if any(getattr(lb, s, None) is not None for s in _SET)], previous):
-        if n > 0:
-            put = next(getattr(lib, s) for s in _SET if getattr(lib, s, None) is not None)
-            put(ctypes.c_int(n))
+def restore_blas_threads(previous) -> None:
+    """Undo :func:`limit_blas_threads` (``previous`` is what it returned)."""
+    if previous is not None:
+        previous.restore_original_limits()

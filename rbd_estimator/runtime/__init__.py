@@ -11,7 +11,7 @@
 * :mod:`.plans`        the estimator for the full sensor set plus the plans for sensor losses;
 * :mod:`.contact_state` the contact decisions of each tick;
 * :mod:`.calibration`  sample collection, request parsing and fit of ``~/calibrate_ft_offsets``;
-* :mod:`.cdr`          CDR codecs: the output messages' encoders, the decoders off the tick path;
+* :mod:`.cdr`          the output messages as templates serialized once by rosbags; the joint-state decoder;
 * :mod:`.oracle`       the pinocchio cross-check;
 * :mod:`.stats`        rolling latency statistics.
 

@@ -20,8 +20,8 @@ sample), ``-1`` rejected (counted in ``I``), ``CDR_ERROR`` (the bytes do not dec
 nothing counted) or ``NEED_LAYOUT`` (a joint state whose name list differs from the cached one:
 Python reads the names, stores the layout with :func:`store_layout`, and calls again).
 
-Decoding follows the OMG CDR rules ROS 2 uses (see :mod:`rbd_estimator.runtime.cdr`, whose Python
-decoders are the reference in the tests): a 4-byte encapsulation header, then fields aligned to
+Decoding follows the OMG CDR rules ROS 2 uses (rosbags' and rclpy's serializers are the reference
+in the tests): a 4-byte encapsulation header, then fields aligned to
 their size relative to the end of that header; strings ``uint32`` length (with the NUL) + bytes;
 sequences ``uint32`` count + elements.
 """
