@@ -40,7 +40,9 @@ class NodeProcess:
     """``python -m rbd_estimator.node`` with a parameter file, in its own namespace."""
 
     def __init__(self, xml: str, params_file: str, namespace: str, overrides: dict | None = None,
-                 log_path: str | None = None):
+                 log_path: str | None = None, node_name: str = "rbd_estimator", ros_args=()):
+        """``node_name``: the node's name (a ``__node`` remap when not the default); ``ros_args``:
+        more ``--ros-args`` arguments (remaps)."""
         with open(params_file, encoding="utf-8") as fh:
             doc = yaml.safe_load(fh)
         params = dict(doc["rbd_estimator"]["ros__parameters"])
@@ -56,10 +58,11 @@ class NodeProcess:
         fd, self.params_path = tempfile.mkstemp(prefix="rbd_estimator_", suffix=".yaml")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             # the section key is the node's fully qualified name (a bare name matches only in '/')
-            yaml.safe_dump({f"{namespace}/rbd_estimator": {"ros__parameters": params}}, fh)
+            yaml.safe_dump({f"{namespace}/{node_name}": {"ros__parameters": params}}, fh)
         self.log_path = log_path or self.params_path.replace(".yaml", ".log")
         self._log = open(self.log_path, "w", encoding="utf-8")
         cmd = [sys.executable, "-m", "rbd_estimator.node", "--ros-args", "-r", f"__ns:={namespace}",
+               *(["-r", f"__node:={node_name}"] if node_name != "rbd_estimator" else []), *ros_args,
                "--params-file", self.params_path]
         env = dict(os.environ)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
