@@ -133,7 +133,7 @@ class Sensor(ABC):
     def write(self, value, out: np.ndarray) -> None:
         """One reading in any documented form → ``out`` (the slice), ``ValueError`` naming the
         sensor when it does not fit. Default: ``size`` numbers."""
-        out[:] = vector(value, self.size, f"{self.name}")
+        vector_into(value, out, self.name)
 
     def contact_normal_force(self, contact: str):
         """``(coefficients, offset)`` such that the normal force (N, along the contact frame's z)
@@ -223,6 +223,25 @@ def vector(x, n: int, name: str) -> np.ndarray:
             return a.reshape(1)
         raise ValueError(f"{name}: expected {n} values, got shape {a.shape}")
     return a
+
+
+def vector_into(x, out: np.ndarray, name: str) -> np.ndarray:
+    """``x`` copied into ``out`` (a float64 vector of ``n`` values) and ``out`` returned: what
+    :func:`vector` accepts, with no allocation for an array of ``out``'s shape (any numeric dtype
+    and layout: numpy casts as it copies) and no intermediate array for a list of ``n`` numbers.
+    ``ValueError`` naming the input."""
+    if type(x) is np.ndarray:
+        if x.shape == out.shape and x.dtype.kind in "fiub":
+            out[...] = x
+            return out
+    elif type(x) is list and len(x) == out.shape[0]:
+        try:
+            out[...] = x
+            return out
+        except (TypeError, ValueError):         # not numbers, or nested: vector() names the input
+            pass
+    out[...] = vector(x, out.shape[0], name)
+    return out
 
 
 def _plain(v):
