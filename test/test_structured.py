@@ -218,9 +218,15 @@ def _exceptions_raised(fn):
     return seen
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
 def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(icub):
-    """Issue 12: arrays of any float dtype or layout, lists, dicts by sensor name, ``ImuSample``
-    from lists or a plain tuple: the same numbers in, bitwise the same numbers out, all through
+    """Issue 12: arrays of any float dtype or layout (read-only too), lists, dicts by sensor name,
+    ``ImuSample`` from lists or a plain tuple: the same numbers in, bitwise the same numbers out, all through
     the compiled kernel, which takes the joint state and the measurement vector ``y`` (the per-kind
     forms fill ``y``; ``conversions`` counts the calls whose q, dq, ddq were not float64 vectors) and
     never by a failed call (no exception is raised on the way, not even a caught one)."""
@@ -237,6 +243,7 @@ def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(
         "Fortran ft": dict(inputs, ft=np.asfortranarray(ft)),
         "imu tuple": dict(inputs, imu=tuple(imu)),
         "ImuSample from lists": dict(inputs, imu=ImuSample(*[None if x is None else list(x) for x in imu])),
+        "read-only": dict(inputs, q=_read_only(q), dq=_read_only(dq), ft=_read_only(ft)),   # np.frombuffer's
     }
     n0 = fast._structured.conversions
     for label, kw in forms.items():

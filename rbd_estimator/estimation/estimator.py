@@ -8,6 +8,7 @@ with no interpreted loop over bodies and no allocation.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 from itertools import compress
 
@@ -25,7 +26,7 @@ from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random
 from .checks import first_non_finite
 from .interface import EstimatorInterface
 from .sparse_lu import gather, lu_solve, numeric_lu
-from .measurements import ImuSample, Measurements, vector, vector_into
+from .measurements import ImuSample, Measurements, packer, vector, vector_into
 from ..jit import njit
 
 
@@ -97,8 +98,23 @@ class EstimatorData:
         self.measurements = Measurements(est.config)
         self.joint_state = np.zeros((3, est.model.n_joints))
         self.joint_rows = tuple(self.joint_state)
+        self._joint_lists = packer(self.joint_state.size)
         self.pivot_fallbacks = 0
         self.install(None)
+
+    def joint_inputs(self, q, dq, ddq) -> tuple:
+        """``q``, ``dq``, ``ddq`` (arrays of any numeric dtype or layout, or lists) copied into
+        :attr:`joint_rows`, which are returned; ``ValueError`` naming a bad input. Three lists of
+        numbers are packed at once."""
+        q_, dq_, ddq_ = rows = self.joint_rows
+        n = q_.shape[0]
+        if type(q) is list and type(dq) is list and type(ddq) is list and len(q) == len(dq) == len(ddq) == n:
+            try:
+                self._joint_lists.pack_into(self.joint_state, 0, *q, *dq, *ddq)
+                return rows
+            except struct.error:                # not numbers: converted or named one by one below
+                pass
+        return vector_into(q, q_, "q"), vector_into(dq, dq_, "dq"), vector_into(ddq, ddq_, "ddq")
 
     def install(self, tail: np.ndarray | None) -> np.ndarray:
         """Make :attr:`state` with a copy of ``tail`` after the views (the structured tick's
@@ -406,9 +422,7 @@ class Estimator(EstimatorInterface):
         numeric dtype or layout, none but numpy's for lists), ``y`` as it is when it is the
         estimator's own (filled from per-kind readings)."""
         d = self.data
-        qb, dqb, ddqb = d.joint_rows
-        return (vector_into(q, qb, "q"), vector_into(dq, dqb, "dq"), vector_into(ddq, ddqb, "ddq"),
-                y if y is d.measurements.y else vector(y, self._layout.n_y, "y"))
+        return (*d.joint_inputs(q, dq, ddq), y if y is d.measurements.y else vector(y, self._layout.n_y, "y"))
 
     def _raise_input_error(self, status):
         info = self.data.info

@@ -12,9 +12,9 @@ import numpy as np
 from typing import NamedTuple
 
 from ..sensors import KINDS
-from ..sensors.base import slices, vector, vector_into
+from ..sensors.base import packer, slices, vector, vector_into
 
-__all__ = ["Measurements", "ImuSample", "vector", "vector_into", "keywords"]
+__all__ = ["Measurements", "ImuSample", "packer", "vector", "vector_into", "keywords"]
 
 
 class _ImuFields(NamedTuple):
@@ -161,7 +161,8 @@ class Measurements:
         :class:`ImuSample` (float64 fields of the IMU's sizes by construction) into its views of
         ``y``, and per other kind an array of its shape
         (any numeric dtype and layout: numpy casts as it copies). Any other form (lists, dicts,
-        tuples, a wrong shape, a missing reading) goes through :meth:`_fill_group`."""
+        tuples, a wrong shape, a missing reading) is converted by :meth:`_fill_single` or
+        :meth:`_fill_kind`."""
         y, fill_group, groups = self.y, self._fill_group, tuple(self._groups)
         if any(g.arg < 0 for g in groups):     # a kind given only by name (readings=, **by_kind): reported missing
             def fill_each(*args):
@@ -171,8 +172,9 @@ class Measurements:
             return fill_each
         imu = next((g for g in groups if g.parts is not None), None)
         p0, p1, p2, p3 = (*imu.parts, None)[:4] if imu is not None else (None,) * 4
-        others = tuple((g.arg, g.shape, g.dest, g) for g in groups if g is not imu)
-        nd = np.ndarray
+        others = tuple((g.arg, g.shape, g.dest, g, self._fill_single if g.single else self._fill_kind)
+                       for g in groups if g is not imu)
+        nd, fill_imu = np.ndarray, self._fill_single
 
         def fill(*args):
             if imu is not None:
@@ -184,13 +186,13 @@ class Measurements:
                     if p3 is not None:
                         p3[...] = s[3]
                 else:
-                    fill_group(imu, s, None)
-            for arg, shape, dest, g in others:
+                    fill_imu(imu, s)
+            for arg, shape, dest, g, convert in others:
                 v = args[arg]
                 if type(v) is nd and v.shape == shape:
-                    dest[...] = v                # as _fill_group copies an array of any dtype
+                    dest[...] = v                # as _fill_kind copies an array of any dtype
                 else:
-                    fill_group(g, v, None)
+                    convert(g, v)
             return y
         return fill
 
@@ -212,15 +214,26 @@ class Measurements:
                     self._named(g, value, s, v)
                 return
         if g.single:
-            if g.parts is not None and type(value) is ImuSample and (len(g.parts) < 4 or value[3] is not None):
-                for part, field in zip(g.parts, value):     # float64 arrays of the right sizes: copied as they are
-                    part[...] = field
-                return
-            g.members[0].write(value, g.views[0])
+            self._fill_single(g, value)
+        else:
+            self._fill_kind(g, value)
+
+    @staticmethod
+    def _fill_single(g: _Group, value) -> None:
+        """The reading of a kind of at most one sensor (the IMU: an :class:`ImuSample` or a tuple)."""
+        if g.parts is not None and type(value) is ImuSample and (len(g.parts) < 4 or value[3] is not None):
+            for part, field in zip(g.parts, value):     # float64 arrays of the right sizes: copied as they are
+                part[...] = field
             return
-        if value is None:
-            raise ValueError(f"{g.keyword}: the configuration declares {', '.join(g.names)} but none were given")
+        g.members[0].write(value, g.views[0])
+
+    def _fill_kind(self, g: _Group, value) -> None:
+        """The readings of the sensors of one kind, as one array (any numeric dtype, layout or
+        nesting of lists: ``(n, size)``, or ``n`` values, or the block of every value in order), a
+        ragged sequence of one reading per sensor in order, or ``{sensor: reading}``."""
         if type(value) is not np.ndarray:
+            if value is None:
+                raise ValueError(f"{g.keyword}: the configuration declares {', '.join(g.names)} but none were given")
             if isinstance(value, dict):
                 self._by_name_dict(g, value)
                 return

