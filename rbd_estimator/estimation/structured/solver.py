@@ -32,8 +32,7 @@ class StructuredSolver:
         dispatch costs ~300 µs). Having made them, the call goes to the kernel compiled for its
         signature (``Dispatcher.get_overload``), skipping the dispatcher's own typing of the
         arguments (0.1–0.2 µs)."""
-        kernel, convert = self.kernel, self._convert
-        compiled = kernel.get_overload(SIGNATURE)
+        convert, compiled = self._convert, self.kernel.get_overload(SIGNATURE)
         ip, S = self.ip, self.state
         nd, f64 = np.ndarray, np.dtype(np.float64)
 
@@ -45,7 +44,7 @@ class StructuredSolver:
                 if status != 3:
                     return status
             self.conversions += 1
-            return kernel(ip, S, *convert(q, dq, ddq, y))
+            return compiled(ip, S, *convert(q, dq, ddq, y))      # float64 vectors, checked
         return estimate
 
     def summary(self) -> str:
