@@ -8,7 +8,6 @@ with no interpreted loop over bodies and no allocation.
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import replace
 from itertools import compress
 
@@ -26,7 +25,7 @@ from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random
 from .checks import first_non_finite
 from .interface import EstimatorInterface
 from .sparse_lu import gather, lu_solve, numeric_lu
-from .measurements import ImuSample, Measurements, packer, vector, vector_into
+from .measurements import ImuSample, JointState, Measurements, vector
 from ..jit import njit
 
 
@@ -80,8 +79,8 @@ class EstimatorData:
     * ``src``, ``rsrc``, ``Ax``, ``Lx``, ``Ux``, ``lu_w``: the generic tick's sources and numeric LU;
       ``kin_w``: its kinematics' work space;
     * ``measurements``: the measurement vector ``y`` and its filling from per-kind readings;
-    * ``joint_state``: ``(3, n_joints)``, ``q``, ``dq``, ``ddq`` converted to float64 when they come in
-      another form (lists, float32, …); ``joint_rows`` its three rows;
+    * ``joint_state``: :class:`~.measurements.JointState`, ``q``, ``dq``, ``ddq`` converted to
+      float64 when they come in another form (lists, float32, …);
     * ``result``: the :class:`Estimate` of the last tick; ``pivot_fallbacks``: generic ticks that
       fell back to partial pivoting.
     """
@@ -96,25 +95,9 @@ class EstimatorData:
         self.lu_w = np.zeros(est._N)
         self.kin_w = est._kin[2].copy()
         self.measurements = Measurements(est.config)
-        self.joint_state = np.zeros((3, est.model.n_joints))
-        self.joint_rows = tuple(self.joint_state)
-        self._joint_lists = packer(self.joint_state.size)
+        self.joint_state = JointState(est.model.n_joints)
         self.pivot_fallbacks = 0
         self.install(None)
-
-    def joint_inputs(self, q, dq, ddq) -> tuple:
-        """``q``, ``dq``, ``ddq`` (arrays of any numeric dtype or layout, or lists) copied into
-        :attr:`joint_rows`, which are returned; ``ValueError`` naming a bad input. Three lists of
-        numbers are packed at once."""
-        q_, dq_, ddq_ = rows = self.joint_rows
-        n = q_.shape[0]
-        if type(q) is list and type(dq) is list and type(ddq) is list and len(q) == len(dq) == len(ddq) == n:
-            try:
-                self._joint_lists.pack_into(self.joint_state, 0, *q, *dq, *ddq)
-                return rows
-            except struct.error:                # not numbers: converted or named one by one below
-                pass
-        return vector_into(q, q_, "q"), vector_into(dq, dq_, "dq"), vector_into(ddq, ddq_, "ddq")
 
     def install(self, tail: np.ndarray | None) -> np.ndarray:
         """Make :attr:`state` with a copy of ``tail`` after the views (the structured tick's
@@ -418,11 +401,10 @@ class Estimator(EstimatorInterface):
 
     def _pack(self, q, dq, ddq, y) -> tuple:
         """The inputs as float64 vectors of the right sizes (``ValueError`` naming the input): the
-        joint state copied into :attr:`EstimatorData.joint_state` (no allocation for arrays of any
-        numeric dtype or layout, none but numpy's for lists), ``y`` as it is when it is the
+        joint state copied into :attr:`EstimatorData.joint_state`, ``y`` as it is when it is the
         estimator's own (filled from per-kind readings)."""
         d = self.data
-        return (*d.joint_inputs(q, dq, ddq), y if y is d.measurements.y else vector(y, self._layout.n_y, "y"))
+        return (*d.joint_state.fill(q, dq, ddq), y if y is d.measurements.y else vector(y, self._layout.n_y, "y"))
 
     def _raise_input_error(self, status):
         info = self.data.info
