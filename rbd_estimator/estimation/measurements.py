@@ -74,13 +74,8 @@ class ImuSample(_ImuFields):
 
 
 def _field(x, name: str, n: int) -> np.ndarray:
-    try:
-        a = np.ascontiguousarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"imu.{name}: not an array of numbers ({exc})") from None
-    if a.shape != (n,):
-        raise ValueError(f"imu.{name}: expected {n} values, got shape {a.shape}")
-    return a
+    """``n`` float64 values, contiguous (a contiguous float64 array is kept as it is)."""
+    return np.ascontiguousarray(vector(x, n, f"imu.{name}"))
 
 
 def keywords() -> tuple[str, ...]:
