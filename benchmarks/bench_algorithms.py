@@ -5,8 +5,9 @@
                                           [--calls 2000] [--reference]
 
 For every robot (iCub, Talos ``talos_reduced.urdf``, G1; built with ``test/oracle.py``'s
-:class:`Pair`) and base, one random state; each of our public functions (numpy arrays in, a new
-numpy array out) is timed beside its pinocchio counterpart with ``common.paired_median_us``
+:class:`Pair`) and base, one random state; each of our public functions (numpy arrays in, with a
+``DynamicsData`` made once and passed as ``data=``, as pinocchio's ``Data``) is timed beside its
+pinocchio counterpart with ``common.paired_median_us``
 (interleaved rounds, so a burst of load on a shared machine shifts both sides of a ratio), after
 warm-up. ``ratio`` = ours / pinocchio's; the issue's target is ≤ 2 for every row.
 
@@ -71,13 +72,15 @@ def rows(p: Pair, rng):
         pin.cholesky.decompose(pm, pd)
         return pin.cholesky.solve(pm, pd, taup - pd.nle)
 
+    d = dyn.DynamicsData(m)                  # ours, as pinocchio's pd: made once, passed to every call
     return [
-        ("rnea", lambda: dyn.rnea(m, q, v, a), "rnea", lambda: pin.rnea(pm, pd, qp, vp, ap_)),
-        ("aba", lambda: dyn.aba(m, q, v, tau), "aba", lambda: pin.aba(pm, pd, qp, vp, taup)),
-        ("crba", lambda: dyn.crba(m, q), "crba", lambda: pin.crba(pm, pd, qp)),
-        ("minverse", lambda: dyn.minverse(m, q), "computeMinverse", lambda: pin.computeMinverse(pm, pd, qp)),
-        ("forward_dynamics_ltdl", lambda: dyn.forward_dynamics_ltdl(m, q, v, tau), "crba+cholesky", pin_chol),
-        ("forward_dynamics_ltdl", lambda: dyn.forward_dynamics_ltdl(m, q, v, tau), "nle+crba+cholesky",
+        ("rnea", lambda: dyn.rnea(m, q, v, a, data=d), "rnea", lambda: pin.rnea(pm, pd, qp, vp, ap_)),
+        ("aba", lambda: dyn.aba(m, q, v, tau, data=d), "aba", lambda: pin.aba(pm, pd, qp, vp, taup)),
+        ("crba", lambda: dyn.crba(m, q, data=d), "crba", lambda: pin.crba(pm, pd, qp)),
+        ("minverse", lambda: dyn.minverse(m, q, data=d), "computeMinverse",
+         lambda: pin.computeMinverse(pm, pd, qp)),
+        ("forward_dynamics_ltdl", lambda: dyn.forward_dynamics_ltdl(m, q, v, tau, data=d), "crba+cholesky", pin_chol),
+        ("forward_dynamics_ltdl", lambda: dyn.forward_dynamics_ltdl(m, q, v, tau, data=d), "nle+crba+cholesky",
          pin_nle_chol),
         ("SparseForwardDynamics", lambda: sfd.compute(q, v, tau), "aba", lambda: pin.aba(pm, pd, qp, vp, taup)),
     ], [
@@ -140,8 +143,9 @@ def featherstone(calls: int) -> list[dict]:
         q, v, _ = p.random_state(rng)
         tau = rng.normal(size=m.nv)
         qp, vp, taup = p.q_to_pin(q), p.v_to_pin(v), p.v_to_pin(tau)
-        t_aba, t_fd = paired_median_us(lambda: dyn.aba(m, q, v, tau), lambda: dyn.forward_dynamics_ltdl(m, q, v, tau),
-                                       calls)
+        d = dyn.DynamicsData(m)
+        t_aba, t_fd = paired_median_us(lambda: dyn.aba(m, q, v, tau, data=d),
+                                       lambda: dyn.forward_dynamics_ltdl(m, q, v, tau, data=d), calls)
 
         def pin_fd():
             pin.nonLinearEffects(pm, pd, qp, vp)
@@ -198,7 +202,8 @@ def nori(calls: int, sizes=(5, 10, 20, 30, 50, 75, 100)) -> list[dict]:
         tau = rng.normal(size=m.nv)
         qp, vp, taup = p.q_to_pin(q), p.v_to_pin(v), p.v_to_pin(tau)
         sfd = SparseForwardDynamics(m)
-        t_aba, t_lu = paired_median_us(lambda: dyn.aba(m, q, v, tau), lambda: sfd.compute(q, v, tau), calls)
+        d = dyn.DynamicsData(m)
+        t_aba, t_lu = paired_median_us(lambda: dyn.aba(m, q, v, tau, data=d), lambda: sfd.compute(q, v, tau), calls)
         t_pin = median_us(lambda: pin.aba(pm, pd, qp, vp, taup), calls)
         out.append(dict(n=n, aba=t_aba, lu=t_lu, pin_aba=t_pin, lu_flops=sfd.lu.flops, aba_flops=sum(cost(m).aba)))
     return out

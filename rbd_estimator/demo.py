@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dynamics import aba, crba, rnea
+from .dynamics import DynamicsData, aba, crba, rnea
 from .dynamics.kinematics import joint_transform
 from .spatial import inertia_from_mcI, plux
 from .estimation import SensorConfig, estimator_for
@@ -207,7 +207,8 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
     q[2] = 0.95
     v = np.zeros(m.nv)
     # PD gains from the joint-space inertia: a critically damped 4 Hz joint servo for every joint
-    H = crba(m, q)
+    dyn = DynamicsData(m)                       # the buffers of rnea, aba, crba (pinocchio's Data)
+    H = crba(m, q, data=dyn)
     h = np.diag(H)[jv]
     wn = 2 * np.pi * 4.0
     Kp, Kd = wn ** 2 * h, 2.0 * wn * h
@@ -240,10 +241,10 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
         # (computed as if the base did not accelerate), every step: the torques stay smooth
         a_ff = np.zeros(m.nv)
         a_ff[jv] = ddq_ref
-        tau_ff = rnea(m, q, v, a_ff, f_ext)[jv]
+        tau_ff = rnea(m, q, v, a_ff, f_ext, data=dyn)[jv]
         tau = Kp * (q_ref - q[jq]) + Kd * (dq_ref - v[jv]) + tau_ff
         tau_full[jv] = tau
-        a = aba(m, q, v, tau_full, f_ext)
+        a = aba(m, q, v, tau_full, f_ext, data=dyn)
         r = measure(est, q, v, a, W)
         rec.q[k] = q[jq] + noise * NOISE["q"] * rng.normal(size=n)
         rec.dq[k] = v[jv] + noise * NOISE["dq"] * rng.normal(size=n)

@@ -35,13 +35,14 @@ def _sample(est):
 
 def _warm_dynamics(model) -> None:
     """Call every public dynamics function once on ``model`` (their kernels compile or load)."""
-    from .dynamics import aba, crba, forward_dynamics_ltdl, minverse, rnea
+    from .dynamics import DynamicsData, aba, crba, forward_dynamics_ltdl, minverse, rnea
     q, v = model.neutral_configuration(), np.zeros(model.nv)
-    rnea(model, q, v, v)
-    aba(model, q, v, v)
-    forward_dynamics_ltdl(model, q, v, v)
-    minverse(model, q)
-    crba(model, q)
+    data = DynamicsData(model)
+    rnea(model, q, v, v, data=data)
+    aba(model, q, v, v, data=data)
+    forward_dynamics_ltdl(model, q, v, v, data=data)
+    minverse(model, q, data=data)
+    crba(model, q, data=data)
 
 
 def warm(names=None, log=print) -> int:

@@ -66,14 +66,15 @@ def states(pair: LoopPair, seed: int):
 def test_compiled_equals_reference(pair):
     """Every input/output option of CE-ABA and CE-RNEA, with and without external wrenches."""
     t = pair.tree
+    d = ClusterDynamics(t)
     worst = 0.0
     for y, dy, tau, q, v, tau_tree, f in states(pair, 1):
         for args, kw in (((y, dy, tau, f), {}), ((q, v, tau_tree), dict(state="spanning")),
                          ((y, dy, tau_tree), dict(effort="spanning", output="spanning"))):
-            worst = max(worst, rel(ce_aba(t, *args, **kw), ce_aba_reference(t, *args, **kw)))
+            worst = max(worst, rel(ce_aba(t, *args, **kw, data=d), ce_aba_reference(t, *args, **kw)))
         ddy = ce_aba_reference(t, y, dy, tau)
         for args, kw in (((y, dy, ddy, f), {}), ((q, v, tau_tree), dict(state="spanning", output="spanning"))):
-            worst = max(worst, rel(ce_rnea(t, *args, **kw), ce_rnea_reference(t, *args, **kw)))
+            worst = max(worst, rel(ce_rnea(t, *args, **kw, data=d), ce_rnea_reference(t, *args, **kw)))
     assert worst <= 1e-12, worst
 
 
@@ -100,18 +101,19 @@ def test_compiled_matches_pinocchio(pair):
     returns motions that violate the constraints, so there the projection is the oracle); CE-RNEA
     against ``Gᵀ`` pinocchio's ``rnea`` at that motion."""
     t = pair.tree
+    d = ClusterDynamics(t)
     worst_fd = worst_id = 0.0
     for y, dy, tau, q, v, tau_tree, _ in states(pair, 2):
         M, b = pair.mass_and_bias(q, v)
         G, g = explicit_constraint(pair, q, v)
         ddy = np.linalg.solve(G.T @ M @ G, G.T @ (tau_tree - b - M @ g))
         ddq = G @ ddy + g
-        ours = ce_aba(t, q, v, tau_tree, state="spanning")
+        ours = ce_aba(t, q, v, tau_tree, state="spanning", data=d)
         worst_fd = max(worst_fd, rel(ours, ddq))
         if not t.floating_base:
             worst_fd = max(worst_fd, rel(ours, pair.kkt_forward_dynamics(q, v, tau_tree)))
         tau_q = pair.v_ours(pin.rnea(pair.pm, pair.pd, pair.q_pin(q), pair.v_pin(v), pair.v_pin(ddq)))
-        worst_id = max(worst_id, rel(ce_rnea(t, q, v, ddq, state="spanning"), G.T @ tau_q))
+        worst_id = max(worst_id, rel(ce_rnea(t, q, v, ddq, state="spanning", data=d), G.T @ tau_q))
     assert worst_fd <= 1e-9, worst_fd
     assert worst_id <= 1e-9, worst_id
 
@@ -139,15 +141,21 @@ def test_compiled_loop_closure_equals_reference(pair):
 
 
 def test_model_bound_object_reuses_its_buffers():
-    """:class:`ClusterDynamics` returns views of its buffers (no allocation); the public functions
-    return new arrays."""
+    """:class:`ClusterDynamics` returns views of its buffers (no allocation), so do the public
+    functions given one as ``data``; without, they return new arrays and keep nothing on the
+    (frozen, shared) tree (issue 18, Model/Data)."""
     p = LoopPair(*four_bar_knee())
+    before = dict(vars(p.tree))
     d = ClusterDynamics(p.tree)
     y, dy, tau = p.random_state(np.random.default_rng(4))
     a = d.aba(y, dy, tau)
     assert a is d.ddy and d.rnea(y, dy, a) is d.tau
     np.testing.assert_allclose(d.tau, tau, rtol=0, atol=1e-9 * max(1.0, np.max(np.abs(tau))))
+    assert ce_aba(p.tree, y, dy, tau, data=d) is d.ddy and ce_rnea(p.tree, y, dy, a, data=d) is d.tau
     assert ce_aba(p.tree, y, dy, tau) is not ce_aba(p.tree, y, dy, tau)
+    assert vars(p.tree).keys() == before.keys()
+    with pytest.raises(ValueError, match="another cluster tree"):
+        ce_aba(LoopPair(*four_bar_knee()).tree, y, dy, tau, data=d)
 
 
 def test_bad_input_and_unreachable_loop_are_named():

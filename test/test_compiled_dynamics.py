@@ -28,15 +28,16 @@ TOL = 1e-12
 @pytest.mark.parametrize("robot,fb", CASES, ids=IDS)
 def test_compiled_equals_reference(robot, fb):
     m = pair(robot, fb).model
+    d = DynamicsData(m)
     for q, v, a, tau in states(robot, fb):
         H = ref.crba(m, q)
-        assert np.array_equal(fast.crba(m, q), fast.crba(m, q).T)
-        assert rel_err(fast.crba(m, q), H) <= TOL
-        assert rel_err(fast.rnea(m, q, v, a), ref.rnea(m, q, v, a)) <= TOL
+        assert np.array_equal(fast.crba(m, q, data=d), d.H.T)
+        assert rel_err(fast.crba(m, q, data=d), H) <= TOL
+        assert rel_err(fast.rnea(m, q, v, a, data=d), ref.rnea(m, q, v, a)) <= TOL
         tol = inv_tol(H, TOL)
-        assert rel_err(fast.aba(m, q, v, tau), ref.aba(m, q, v, tau)) <= tol
-        assert rel_err(fast.forward_dynamics_ltdl(m, q, v, tau), ref.forward_dynamics_ltdl(m, q, v, tau)) <= tol
-        Minv = fast.minverse(m, q)
+        assert rel_err(fast.aba(m, q, v, tau, data=d), ref.aba(m, q, v, tau)) <= tol
+        assert rel_err(fast.forward_dynamics_ltdl(m, q, v, tau, data=d), ref.forward_dynamics_ltdl(m, q, v, tau)) <= tol
+        Minv = fast.minverse(m, q, data=d)
         assert np.array_equal(Minv, Minv.T)
         assert rel_err(Minv, ref.minverse(m, q)) <= tol
 
@@ -44,16 +45,18 @@ def test_compiled_equals_reference(robot, fb):
 @pytest.mark.parametrize("robot,fb", CASES, ids=IDS)
 def test_external_wrenches_equal_reference(robot, fb):
     m = pair(robot, fb).model
+    d = DynamicsData(m)
     links = wrench_links(robot, fb)
     rng = np.random.default_rng(8)
     for q, v, a, tau in states(robot, fb)[:20]:
         f_ext = {name: rng.normal(scale=10.0, size=6) for name in links}
-        assert rel_err(fast.rnea(m, q, v, a, f_ext), ref.rnea(m, q, v, a, f_ext)) <= TOL
+        assert rel_err(fast.rnea(m, q, v, a, f_ext, data=d), ref.rnea(m, q, v, a, f_ext)) <= TOL
         tol = inv_tol(ref.crba(m, q), TOL)
         for name in ("aba", "forward_dynamics_ltdl"):
-            assert rel_err(getattr(fast, name)(m, q, v, tau, f_ext), getattr(ref, name)(m, q, v, tau, f_ext)) <= tol
-        # the wrench buffer is cleared for the next call without wrenches
-        assert rel_err(fast.rnea(m, q, v, a), ref.rnea(m, q, v, a)) <= TOL
+            assert rel_err(getattr(fast, name)(m, q, v, tau, f_ext, data=d),
+                           getattr(ref, name)(m, q, v, tau, f_ext)) <= tol
+        # the data's wrench buffer is cleared for the next call without wrenches
+        assert rel_err(fast.rnea(m, q, v, a, data=d), ref.rnea(m, q, v, a)) <= TOL
 
 
 @pytest.mark.parametrize("robot,fb", CASES, ids=IDS)
@@ -89,15 +92,40 @@ def test_dynamics_data_returns_its_buffers_and_the_functions_return_copies():
     t1 = d.rnea(q, v, a)
     assert t1 is d.rnea(q2, v2, a2) is d.tau                       # pinocchio's data.tau
     assert rel_err(d.tau, ref.rnea(m, q2, v2, a2)) <= TOL
+    assert fast.rnea(m, q, v, a, data=d) is d.tau and fast.aba(m, q, v, tau, data=d) is d.ddq
     t1 = fast.rnea(m, q, v, a)
     fast.rnea(m, q2, v2, a2)
-    assert rel_err(t1, ref.rnea(m, q, v, a)) <= TOL                # a copy: not overwritten
+    assert rel_err(t1, ref.rnea(m, q, v, a)) <= TOL                # a new array: not overwritten
     assert rel_err(d.crba(q), ref.crba(m, q)) <= TOL and d.crba(q) is d.H
     assert rel_err(d.aba(q, v, tau), ref.aba(m, q, v, tau)) <= TOL
     assert rel_err(d.minverse(q), ref.minverse(m, q)) <= TOL
     # inputs of any layout and dtype are converted: lists, float32, strided views
     assert rel_err(fast.rnea(m, list(q), v.astype(np.float32), np.repeat(a, 2)[::2]),
                    ref.rnea(m, q, v.astype(np.float32), a)) <= TOL
+
+
+def test_the_model_holds_no_buffers_the_caller_owns_the_data():
+    """Issue 18, Model/Data: the public functions store nothing on the (frozen, shared) model; the
+    buffers are a :class:`DynamicsData` the caller makes and passes, one per thread, as
+    pinocchio's ``Data``; another model's data is refused."""
+    m = pair("talos", True).model
+    other = pair("icub", True).model
+    (q, v, a, tau), (q2, v2, a2, _) = states("talos", True)[:2]
+    before = dict(vars(m))
+    t = fast.rnea(m, q, v, a, {m.body_names[-1]: np.ones(6)})
+    fast.aba(m, q, v, tau)
+    fast.crba(m, q)
+    fast.minverse(m, q)
+    fast.forward_dynamics_ltdl(m, q, v, tau)
+    assert vars(m).keys() == before.keys() and all(vars(m)[k] is before[k] for k in before)
+    assert rel_err(t, ref.rnea(m, q, v, a, {m.body_names[-1]: np.ones(6)})) <= TOL
+    d1, d2 = DynamicsData(m), DynamicsData(m)                      # e.g. two threads: independent buffers
+    t1 = fast.rnea(m, q, v, a, data=d1)
+    fast.rnea(m, q2, v2, a2, data=d2)
+    assert t1 is d1.tau and rel_err(d1.tau, ref.rnea(m, q, v, a)) <= TOL
+    assert rel_err(d2.tau, ref.rnea(m, q2, v2, a2)) <= TOL
+    with pytest.raises(ValueError, match="DynamicsData of model"):
+        fast.rnea(other, np.zeros(other.nq), np.zeros(other.nv), np.zeros(other.nv), data=d1)
 
 
 def test_mimic_layouts_equal_reference():

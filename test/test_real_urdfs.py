@@ -17,7 +17,7 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 from oracle import Pair, robots_dir  # noqa: E402
-from rbd_estimator import RobotModel, aba, crba, rnea  # noqa: E402
+from rbd_estimator import DynamicsData, RobotModel, aba, crba, rnea  # noqa: E402
 from rbd_estimator.errors import ModelError  # noqa: E402
 from rbd_estimator.errors import ModelWarning  # noqa: E402
 from rbd_estimator.model.mimic import mimic_map  # noqa: E402
@@ -64,16 +64,18 @@ def _check_tree(pair: Pair, rng, n=5) -> float:
     """Largest relative error of rnea, crba, aba against pinocchio on ``n`` random states
     (aba only where the joint-space inertia is invertible)."""
     m, pm, pd = pair.model, pair.pin_model, pair.pin_data
+    d = DynamicsData(m)
     worst = 0.0
     for _ in range(n):
         q, v, a = pair.random_state(rng)
         qp, vp, ap = pair.q_to_pin(q), pair.v_to_pin(v), pair.v_to_pin(a)
-        worst = max(worst, _rel(rnea(m, q, v, a), pair.v_from_pin(pin.rnea(pm, pd, qp, vp, ap))))
+        worst = max(worst, _rel(rnea(m, q, v, a, data=d), pair.v_from_pin(pin.rnea(pm, pd, qp, vp, ap))))
         M = pair.M_from_pin(_sym(pin.crba(pm, pd, qp)))
-        worst = max(worst, _rel(crba(m, q), M))
+        worst = max(worst, _rel(crba(m, q, data=d), M))
         if M.size and np.linalg.cond(M) < 1e10:
             tau = rng.normal(size=m.nv)
-            worst = max(worst, _rel(aba(m, q, v, tau), pair.v_from_pin(pin.aba(pm, pd, qp, vp, pair.v_to_pin(tau)))))
+            worst = max(worst, _rel(aba(m, q, v, tau, data=d),
+                                    pair.v_from_pin(pin.aba(pm, pd, qp, vp, pair.v_to_pin(tau)))))
     return worst
 
 
@@ -92,6 +94,7 @@ def _check_mimic(model: RobotModel, xml: str, floating_base: bool, rng, n=5) -> 
     vmap = np.r_[np.arange(base_v), [pm.idx_vs[pm.getJointId(j)] for j in mm.joint_names]].astype(int)
     unb = [(base_q + k, pm.idx_qs[pm.getJointId(j)]) for k, j in enumerate(mm.joint_names)
            if pm.nqs[pm.getJointId(j)] == 2]
+    d = DynamicsData(model)
     worst = 0.0
     for _ in range(n):
         y = mm.y(model.random_configuration(rng))
@@ -106,12 +109,12 @@ def _check_mimic(model: RobotModel, xml: str, floating_base: bool, rng, n=5) -> 
             out = to_p.copy()
             out[vmap] = x
             return out
-        worst = max(worst, _rel(rnea(model, y, dy, ddy), pin.rnea(pm, pd, yp, P(dy), P(ddy))[vmap]))
+        worst = max(worst, _rel(rnea(model, y, dy, ddy, data=d), pin.rnea(pm, pd, yp, P(dy), P(ddy))[vmap]))
         M = _sym(pin.crba(pm, pd, yp))[np.ix_(vmap, vmap)]
-        worst = max(worst, _rel(crba(model, y), M))
+        worst = max(worst, _rel(crba(model, y, data=d), M))
         if M.size and np.linalg.cond(M) < 1e10:   # pinocchio's aba has no mimic joints: M⁻¹ (τ − h) from its crba and rnea
             h = pin.rnea(pm, pd, yp, P(dy), to_p)[vmap]
-            worst = max(worst, _rel(aba(model, y, dy, tau), np.linalg.solve(M, tau - h)))
+            worst = max(worst, _rel(aba(model, y, dy, tau, data=d), np.linalg.solve(M, tau - h)))
     return worst
 
 

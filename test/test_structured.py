@@ -218,9 +218,15 @@ def _exceptions_raised(fn):
     return seen
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
 def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(icub):
-    """Issue 12: arrays of any float dtype or layout, lists, dicts by sensor name, ``ImuSample``
-    from lists or a plain tuple: the same numbers in, bitwise the same numbers out, all through
+    """Issue 12: arrays of any float dtype or layout (read-only too), lists, dicts by sensor name,
+    ``ImuSample`` from lists or a plain tuple: the same numbers in, bitwise the same numbers out, all through
     the compiled kernel, which takes the joint state and the measurement vector ``y`` (the per-kind
     forms fill ``y``; ``conversions`` counts the calls whose q, dq, ddq were not float64 vectors) and
     never by a failed call (no exception is raised on the way, not even a caught one)."""
@@ -237,6 +243,7 @@ def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(
         "Fortran ft": dict(inputs, ft=np.asfortranarray(ft)),
         "imu tuple": dict(inputs, imu=tuple(imu)),
         "ImuSample from lists": dict(inputs, imu=ImuSample(*[None if x is None else list(x) for x in imu])),
+        "read-only": dict(inputs, q=_read_only(q), dq=_read_only(dq), ft=_read_only(ft)),   # np.frombuffer's
     }
     n0 = fast._structured.conversions
     for label, kw in forms.items():
@@ -250,6 +257,67 @@ def test_every_documented_input_form_gives_the_same_estimate_through_the_kernel(
     assert _exceptions_raised(lambda: fast.estimate(**f32, imu=imu)) == []
     np.testing.assert_array_equal(fast.data.out, expected)
     assert fast._structured.conversions == n0 + 2          # the lists and the float32 joint state only
+
+
+def test_malformed_inputs_of_every_form_raise_value_errors_naming_them(icub):
+    """The conversions of the per-kind and list forms never broadcast or guess: a reading of the
+    wrong shape, a list holding something else than numbers or a missing sensor is a ``ValueError``
+    naming the input, and the estimator's buffers keep working afterwards."""
+    fast, _, gt = icub
+    inputs, _ = gt.sample(np.random.default_rng(21))
+    before = fast.estimate(**inputs).tau.copy()
+    q, ft, imu, names = inputs["q"], inputs["ft"], inputs["imu"], fast.ft_names
+    bad = {
+        r"q: not an array of numbers": dict(q=["x"] * len(q)),
+        r"dq: expected %d values, got shape \(%d, 1\)" % (len(q), len(q)): dict(dq=[[v] for v in q]),
+        r"ddq: expected %d values" % len(q): dict(ddq=q[:-1].tolist()),
+        r"ft: expected shape \(6, 6\)": dict(ft=ft[0].tolist()),             # one wrench: never broadcast
+        r"ft: expected shape \(6, 6\) .* got \(6, 1\)": dict(ft=ft[:, :1].copy()),
+        r"ft: no reading for 'r_arm_ft_sensor'": dict(ft={n: w for n, w in zip(names[:-1], ft)}),
+        r"l_leg_ft_sensor: not an array of numbers": dict(ft={n: ("x" if k == 0 else w)
+                                                              for k, (n, w) in enumerate(zip(names, ft))}),
+        r"imu.angular_velocity: expected 3 values": dict(imu=(imu[0], imu[1][:2], imu[2])),
+    }
+    for message, change in bad.items():
+        with pytest.raises(ValueError, match=message):
+            fast.estimate(**dict(inputs, **change))
+    with pytest.raises(ValueError, match=r"imu.orientation: expected 4 values, got shape \(3,\)"):
+        ImuSample([0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 0.0, 9.81])       # refused when built
+    np.testing.assert_array_equal(fast.estimate(**inputs).tau, before)
+
+
+def test_array_inputs_of_any_dtype_or_layout_allocate_no_more_than_the_vector_y(icub):
+    """float32 or strided arrays are copied into the estimator's buffers (``y``, the joint-state
+    rows), not converted into new arrays: the memory peak of one estimate is the ``y`` path's
+    (numba's boxing of the arguments), not a copy of ``q``, ``dq``, ``ddq`` (768 bytes) more."""
+    fast, _, gt = icub
+    inputs, _ = gt.sample(np.random.default_rng(22))
+    q, ft = inputs["q"], inputs["ft"]
+    forms = {
+        "y": dict(q=q, dq=inputs["dq"], ddq=inputs["ddq"], y=fast.measurements.fill(imu=inputs["imu"], ft=ft).copy()),
+        "float64": inputs,
+        "float32": dict(inputs, **{k: np.asarray(inputs[k], np.float32) for k in ("q", "dq", "ddq", "ft")}),
+        "strided": dict(inputs, q=np.repeat(q, 2)[::2], ft=np.repeat(ft, 2, axis=1)[:, ::2]),
+    }
+
+    def peak(kw):
+        for _ in range(50):
+            fast.estimate(**kw)
+        tracemalloc.start()
+        try:
+            fast.estimate(**kw)
+            peaks = []
+            for _ in range(30):
+                base = tracemalloc.get_traced_memory()[0]
+                tracemalloc.reset_peak()
+                fast.estimate(**kw)
+                peaks.append(tracemalloc.get_traced_memory()[1] - base)
+        finally:
+            tracemalloc.stop()
+        return float(np.median(peaks))
+    of_y = peak(forms.pop("y"))
+    for label, kw in forms.items():
+        assert peak(kw) < of_y + 256, label
 
 
 def test_joint_torques_by_name_or_sequence():

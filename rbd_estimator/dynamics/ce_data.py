@@ -1,9 +1,9 @@
 """The compiled constraint-embedding dynamics bound to a cluster tree (Chignoli et al. Algorithm 1
 and §V; kernels in :mod:`.ce_compiled`): :class:`ClusterDynamics` holds the packed tree (constant)
 and the work buffers (overwritten per call), as pinocchio's ``Model``/``Data``; :func:`ce_aba` and
-:func:`ce_rnea` keep the reference functions' signatures and use one :class:`ClusterDynamics` per
-tree, falling back to the readable algorithms for a tree with an explicit loop. Units: rad, m, s,
-N, N·m."""
+:func:`ce_rnea` keep the reference functions' signatures, with an optional ``data`` (a
+:class:`ClusterDynamics` the caller makes; nothing is kept on the tree), falling back to the
+readable algorithms for a tree with an explicit loop. Units: rad, m, s, N, N·m."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +14,7 @@ from ..model.loop_closure import LoopClosureError
 from .ce_compiled import M_EFFORT_SPANNING, M_INDEPENDENT, M_OUTPUT_SPANNING, ce_aba_kernel, ce_rnea_kernel
 from .kinematics import external_forces
 
-__all__ = ["ClusterDynamics", "ce_aba", "ce_rnea", "dynamics_of"]
+__all__ = ["ClusterDynamics", "ce_aba", "ce_rnea"]
 
 
 # ---------------------------------------------------------------------------- model-bound API
@@ -124,35 +124,36 @@ def _vector(x, n: int, name: str, kind: str) -> np.ndarray:
     return x
 
 
-def dynamics_of(tree: ClusterTree) -> ClusterDynamics | None:
-    """The :class:`ClusterDynamics` of ``tree`` (made at the first call and kept on the tree), or
-    ``None`` when the tree has no compiled form (an :class:`ExplicitLoop`)."""
-    d = tree.__dict__.get("_compiled_dynamics")
-    if d is None and packable(tree) is None:
-        d = ClusterDynamics(tree)
-        object.__setattr__(tree, "_compiled_dynamics", d)         # (the tree is frozen: a cache, not state)
-    return d
+def _data_for(tree: ClusterTree, data: ClusterDynamics | None) -> ClusterDynamics | None:
+    """``data`` (checked to be ``tree``'s), or a new :class:`ClusterDynamics` of ``tree``, or
+    ``None`` when the tree has no compiled form (an :class:`ExplicitLoop`: the readable algorithm)."""
+    if data is not None:
+        if data.tree is not tree:
+            raise ValueError("data is the ClusterDynamics of another cluster tree: make one with ClusterDynamics(tree)")
+        return data
+    return ClusterDynamics(tree) if packable(tree) is None else None
 
 
 def ce_aba(tree: ClusterTree, q, dq, tau, f_ext=None, *, state: str = "independent", effort: str | None = None,
-           output: str | None = None) -> np.ndarray:
+           output: str | None = None, data: ClusterDynamics | None = None) -> np.ndarray:
     """Forward dynamics of a robot with loops (Algorithm 1), compiled: the signature, conventions
-    and result of :func:`rbd_estimator.dynamics.ce_aba.ce_aba` (a new array; for no allocation
-    use :class:`ClusterDynamics` directly)."""
-    d = dynamics_of(tree)
+    and result of :func:`rbd_estimator.dynamics.ce_aba.ce_aba`. ``data``: a :class:`ClusterDynamics`
+    of ``tree`` to work in (pinocchio's ``Data``; the result is then its buffer, overwritten by its
+    next call); without it the call makes its own (packing the tree: hold one for repeated calls)
+    and the result is a new array."""
+    d = _data_for(tree, data)
     if d is None:
         from .ce_aba import ce_aba as reference
         return reference(tree, q, dq, tau, f_ext, state=state, effort=effort, output=output)
-    return d.aba(q, dq, tau, f_ext, state=state, effort=effort, output=output).copy()
+    return d.aba(q, dq, tau, f_ext, state=state, effort=effort, output=output)
 
 
 def ce_rnea(tree: ClusterTree, q, dq, ddq, f_ext=None, *, state: str = "independent",
-            output: str = "independent") -> np.ndarray:
+            output: str = "independent", data: ClusterDynamics | None = None) -> np.ndarray:
     """Inverse dynamics of a robot with loops (§V), compiled: the signature, conventions and result
-    of :func:`rbd_estimator.dynamics.ce_rnea.ce_rnea` (a new array; for no allocation use
-    :class:`ClusterDynamics` directly)."""
-    d = dynamics_of(tree)
+    of :func:`rbd_estimator.dynamics.ce_rnea.ce_rnea`; ``data`` as for :func:`ce_aba`."""
+    d = _data_for(tree, data)
     if d is None:
         from .ce_rnea import ce_rnea as reference
         return reference(tree, q, dq, ddq, f_ext, state=state, output=output)
-    return d.rnea(q, dq, ddq, f_ext, state=state, output=output).copy()
+    return d.rnea(q, dq, ddq, f_ext, state=state, output=output)

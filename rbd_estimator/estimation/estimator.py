@@ -25,7 +25,7 @@ from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random
 from .checks import first_non_finite
 from .interface import EstimatorInterface
 from .sparse_lu import gather, lu_solve, numeric_lu
-from .measurements import ImuSample, Measurements, vector
+from .measurements import ImuSample, JointState, Measurements, vector
 from ..jit import njit
 
 
@@ -79,6 +79,8 @@ class EstimatorData:
     * ``src``, ``rsrc``, ``Ax``, ``Lx``, ``Ux``, ``lu_w``: the generic tick's sources and numeric LU;
       ``kin_w``: its kinematics' work space;
     * ``measurements``: the measurement vector ``y`` and its filling from per-kind readings;
+    * ``joint_state``: :class:`~.measurements.JointState`, ``q``, ``dq``, ``ddq`` converted to
+      float64 when they come in another form (lists, float32, …);
     * ``result``: the :class:`Estimate` of the last tick; ``pivot_fallbacks``: generic ticks that
       fell back to partial pivoting.
     """
@@ -93,6 +95,7 @@ class EstimatorData:
         self.lu_w = np.zeros(est._N)
         self.kin_w = est._kin[2].copy()
         self.measurements = Measurements(est.config)
+        self.joint_state = JointState(est.model.n_joints)
         self.pivot_fallbacks = 0
         self.install(None)
 
@@ -345,7 +348,9 @@ class Estimator(EstimatorInterface):
             self._check_all_active(contacts)
         d = self.data
         if y is None:
-            y = d.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind)
+            y = (d.measurements.fill_kinds(imu, ft, load_cells, joint_torques, external_wrenches)
+                 if not (readings or by_kind) else
+                 d.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind))
         structured = self._structured
         if structured is not None:              # arrays straight to the kernel, other forms converted first
             status = structured.estimate(q, dq, ddq, y)
@@ -395,10 +400,11 @@ class Estimator(EstimatorInterface):
         return 0 if np.all(np.isfinite(d.out)) else 2
 
     def _pack(self, q, dq, ddq, y) -> tuple:
-        """The inputs as float64 vectors of the right sizes (``ValueError`` naming the input)."""
-        nj = self.model.n_joints
-        return (*(vector(x, nj, name) for x, name in ((q, "q"), (dq, "dq"), (ddq, "ddq"))),
-                vector(y, self._layout.n_y, "y"))
+        """The inputs as float64 vectors of the right sizes (``ValueError`` naming the input): the
+        joint state copied into :attr:`EstimatorData.joint_state`, ``y`` as it is when it is the
+        estimator's own (filled from per-kind readings)."""
+        d = self.data
+        return (*d.joint_state.fill(q, dq, ddq), y if y is d.measurements.y else vector(y, self._layout.n_y, "y"))
 
     def _raise_input_error(self, status):
         info = self.data.info

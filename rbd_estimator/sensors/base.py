@@ -20,7 +20,9 @@ or a user package may do so too). This module imports nothing from the estimatio
 """
 from __future__ import annotations
 
+import functools
 import math
+import struct
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Protocol
@@ -133,7 +135,7 @@ class Sensor(ABC):
     def write(self, value, out: np.ndarray) -> None:
         """One reading in any documented form → ``out`` (the slice), ``ValueError`` naming the
         sensor when it does not fit. Default: ``size`` numbers."""
-        out[:] = vector(value, self.size, f"{self.name}")
+        vector_into(value, out, self.name)
 
     def contact_normal_force(self, contact: str):
         """``(coefficients, offset)`` such that the normal force (N, along the contact frame's z)
@@ -223,6 +225,33 @@ def vector(x, n: int, name: str) -> np.ndarray:
             return a.reshape(1)
         raise ValueError(f"{name}: expected {n} values, got shape {a.shape}")
     return a
+
+
+def vector_into(x, out: np.ndarray, name: str) -> np.ndarray:
+    """``x`` copied into ``out`` (a contiguous float64 vector of ``n`` values) and ``out``
+    returned: what :func:`vector` accepts, with no allocation for an array of ``out``'s shape (any
+    numeric dtype and layout: numpy casts as it copies) and none for a list of ``n`` numbers
+    (packed by :mod:`struct`, which takes exactly ``n`` numbers: a third faster than numpy's
+    conversion of a list). ``ValueError`` naming the input."""
+    if type(x) is np.ndarray:
+        if x.shape == out.shape and x.dtype.kind in "fiub":
+            out[...] = x
+            return out
+    elif type(x) is list:
+        try:
+            packer(out.shape[0]).pack_into(out, 0, *x)
+            return out
+        except struct.error:                    # not n numbers: vector() converts or names the input
+            pass
+    out[...] = vector(x, out.shape[0], name)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def packer(n: int) -> struct.Struct:
+    """The :class:`struct.Struct` of ``n`` native float64 values (``pack_into`` a float64 array
+    takes exactly ``n`` numbers, else raises ``struct.error``)."""
+    return struct.Struct(f"{n}d")
 
 
 def _plain(v):
