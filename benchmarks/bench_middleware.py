@@ -80,7 +80,8 @@ JOINTS = tuple(f"{side}_{j}" for side in ("l", "r") for j in (
 FT_SENSORS = ("l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
               "l_arm_ft_sensor", "r_arm_ft_sensor")
 CONTACTS = ("l_foot", "r_foot")
-VARIANTS = {"msg": "(a) messages", "raw": "(b) raw bytes", "bare": "(c) raw, js only"}
+VARIANTS = {"msg": "(a) messages", "raw": "(b) raw bytes", "bare": "(c) raw, js only",
+            "events": "(d) raw, EventsExecutor"}
 WARMUP_S = 1.0
 _STAMP = struct.Struct("<iI")          # header.stamp: bytes 4-12 of the CDR (after the encapsulation)
 assert len(JOINTS) == 30
@@ -223,12 +224,34 @@ class Echo:
                 "wire": _med_p99(wire), "wake": _med_p99(wake)}
 
 
+class EventsSpinner:
+    """rclpy's ``EventsExecutor`` (``rclpy.experimental``) behind the spinner's ``spin``/``stop``.
+    With the rclpy 9.1.2 wheels and ``raw=True`` subscriptions its ``spin_once`` raises
+    ``SystemError: null argument to internal routine`` at the first message, and ``spin()`` then
+    ``shutdown()`` from another thread never returns (one core at 100 %): the comparison of issue 19."""
+
+    def __init__(self, node):
+        from rclpy.experimental import EventsExecutor
+        self.executor, self._stop, self._context = EventsExecutor(), False, node.context
+        self.executor.add_node(node)
+
+    def spin(self) -> None:
+        while not self._stop and self._context.ok():
+            self.executor.spin_once(0.1)
+
+    def stop(self) -> None:
+        self._stop = True
+
+
 def run_echo(variant: str, namespace: str) -> int:
     """The child process: echo until stdin closes, then print the summary as one JSON line."""
     rclpy.init()
     try:
         echo = Echo(variant, namespace)
-        spinner = WaitSetSpinner(echo.node)
+        if variant == "events":            # rclpy's C++ events executor in place of the wait-set loop
+            spinner = EventsSpinner(echo.node)
+        else:
+            spinner = WaitSetSpinner(echo.node)
         threading.Thread(target=echo.control, args=(spinner,), daemon=True).start()
         print("ready", flush=True)
         spinner.spin()

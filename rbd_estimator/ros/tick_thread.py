@@ -10,7 +10,6 @@ remap renames one node, and a topic remap is applied once.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from functools import partial
@@ -29,9 +28,6 @@ from .fast_spin import WaitSetSpinner
 INPUT_QOS = QoSProfile(depth=1, history=QoSHistoryPolicy.KEEP_LAST, reliability=QoSReliabilityPolicy.BEST_EFFORT)
 #: Joint states tick the node: a short queue, so that a burst is ticked through, not overwritten.
 TRIGGER_QOS = QoSProfile(depth=10, history=QoSHistoryPolicy.KEEP_LAST, reliability=QoSReliabilityPolicy.BEST_EFFORT)
-#: ``waitset`` (default): :class:`WaitSetSpinner`; ``events``: rclpy's ``EventsExecutor`` instead (the
-#: comparison of ``benchmarks/bench_node.py --tick-executor``).
-TICK_EXECUTOR = os.environ.get("RBD_ESTIMATOR_TICK_EXECUTOR", "waitset")
 #: The ROS message class of each type a session reads or writes.
 MESSAGES = {cdr.JOINT_STATE: JointState, cdr.IMU: Imu, cdr.WRENCH_STAMPED: WrenchStamped,
             cdr.FLOAT64_MULTI_ARRAY: Float64MultiArray}
@@ -50,11 +46,7 @@ class TickThread:
         self.node = Node(f"_{owner.get_name()}_io", namespace=owner.get_namespace(), context=owner.context,
                          use_global_arguments=False, start_parameter_services=False, enable_logger_service=False,
                          enable_rosout=False)
-        if TICK_EXECUTOR == "events":
-            from rclpy.experimental import EventsExecutor
-            self._spinner = _Events(EventsExecutor(context=owner.context), self.node)
-        else:
-            self._spinner = WaitSetSpinner(self.node)
+        self._spinner = WaitSetSpinner(self.node)
         self._subs: dict = {}
         self._timer = None
         self._thread = threading.Thread(target=self._spin, name=f"{owner.get_name()}_ticks", daemon=True)
@@ -129,19 +121,3 @@ class TickThread:
                     return
                 self.on_error(f"tick thread: unexpected {type(exc).__name__}: {exc}")
 
-
-class _Events:
-    """rclpy's ``EventsExecutor`` behind the spinner's interface (for the comparison)."""
-
-    def __init__(self, executor, node):
-        self.executor, self.last_topics = executor, set()
-        executor.add_node(node)
-
-    def spin(self) -> None:
-        self.executor.spin()
-
-    def wake(self) -> None:
-        self.executor.wake()
-
-    def stop(self) -> None:
-        self.executor.shutdown()
