@@ -66,10 +66,10 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         for name, p in self.get_parameters_by_prefix("").items():   # settable and deletable later
             if name not in ROS_PARAMETERS and p.type_ != Parameter.Type.NOT_SET:
                 self.set_descriptor(name, ParameterDescriptor(dynamic_typing=True))
-        for name, (default, description) in NODE_PARAMETERS.items():
+        for name, f in NODE_PARAMETERS.items():
             if not self.has_parameter(name):
-                self.declare_parameter(name, default, ParameterDescriptor(description=description,
-                                                                          dynamic_typing=True))
+                self.declare_parameter(name, f.default, ParameterDescriptor(description=f.description,
+                                                                            dynamic_typing=True))
         LifecycleNodeMixin.__init__(self)
         self._lock = threading.RLock()         # transitions and reconfigurations
         self._events: collections.deque = collections.deque()   # (level, text) queued by the tick thread
