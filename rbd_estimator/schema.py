@@ -270,9 +270,9 @@ class Schema:
             else:
                 rows.append(e)
         seen, out = set(), []
-        for pattern, f in rows:
-            if pattern not in seen and (only is None or only(pattern)):
-                seen.add(pattern)
+        for pattern, f in rows:              # a field of several groups (loop types) once per meaning
+            if (pattern, f.description) not in seen and (only is None or only(pattern)):
+                seen.add((pattern, f.description))
                 out.append((pattern, f))
         return out
 

@@ -120,27 +120,19 @@ def test_a_kind_must_describe_its_parameters():
     """``register`` refuses a kind with a field that is not declared with ``parameter`` (it would be
     a parameter without a type, description or range), or without a description of its list."""
     @dataclass(frozen=True)
-    class Bare(Sensor):
-        contact: str = ""
-        stddev: float = parameter("N", 1.0, gt=0.0)
+    class Bare(SoleWrench):
+        extra: str = ""
         LIST: ClassVar[str] = "bare_sensors"
-        LIST_DESCRIPTION: ClassVar[str] = "bare sensors"
         GROUP: ClassVar[str] = "bare"
 
-        @property
-        def size(self) -> int:
-            return 1
-
-        def rows(self, w) -> None:
-            pass
-
-    with pytest.raises(TypeError, match=r"Bare: field\(s\) contact must be declared with"):
+    with pytest.raises(TypeError, match=r"Bare: field\(s\) extra must be declared with"):
         register(Bare)
 
     @dataclass(frozen=True)
-    class Unlisted(Bare):
-        contact: str = parameter("the contact", "")
+    class Unlisted(SoleWrench):
+        LIST: ClassVar[str] = "bare_sensors"
         LIST_DESCRIPTION: ClassVar[str] = ""
+        GROUP: ClassVar[str] = "bare"
 
     with pytest.raises(TypeError, match="must describe its list parameter 'bare_sensors'"):
         register(Unlisted)

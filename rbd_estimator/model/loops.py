@@ -69,7 +69,7 @@ gearbox). Bad declarations raise :class:`ModelError` naming the loop (or the ext
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ModelError
 from ..schema import CONFIGURE, Field, Group, Schema
@@ -150,10 +150,11 @@ def loop_schema() -> Schema:
            "loops": _field(_NAMES, "loops of actuation sub-mechanisms, each described by `loop.<name>.*` "
                            "(see loops.md)", ())}
     kind = _field("string", "the mechanism", choices=LOOP_TYPES)
+    per_type = tuple(Group("loop", {k: replace(f, description=f"{t}: {f.description}") for k, f in fields.items()},
+                           names="loops", when=("type", t)) for t, fields in LOOP_FIELDS.items())
     return Schema((("loops_file", top["loops_file"]), ("bodies", top["bodies"]),
                    Group("body", BODY_FIELDS, names="bodies"), ("loops", top["loops"]),
-                   Group("loop", {"type": kind}, names="loops"))
-                  + tuple(Group("loop", f, names="loops", when=("type", t)) for t, f in LOOP_FIELDS.items()))
+                   Group("loop", {"type": kind}, names="loops")) + per_type)
 
 
 # ---------------------------------------------------------------------------- the configuration

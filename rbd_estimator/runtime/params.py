@@ -156,9 +156,70 @@ ROS_PARAMETERS = ("use_sim_time", "start_type_description_service", "qos_overrid
 NODE_KEYS = tuple(NODE_PARAMETERS) + (FT_OFFSETS + ".",) + ROS_PARAMETERS
 
 
+def node_only_schema() -> Schema:
+    """The node-only parameters and the force-torque offsets (one per sensor that ``ft_sensors`` lists)."""
+    return Schema.of(NODE_PARAMETERS, Group(FT_OFFSETS, {"": FT_OFFSET}, names="ft_sensors", placeholder="sensor"))
+
+
 def node_schema() -> Schema:
-    """Every parameter of the node: the node-only ones, the force-torque offsets (one per sensor
-    that ``ft_sensors`` lists), the sensor schema (contacts and every registered kind) and the
-    loop declarations."""
-    node = Schema.of(NODE_PARAMETERS, Group(FT_OFFSETS, {"": FT_OFFSET}, names="ft_sensors", placeholder="sensor"))
-    return node + sensor_schema() + loop_schema()
+    """Every parameter of the node: :func:`node_only_schema`, the sensor schema (contacts and every
+    registered kind) and the loop declarations."""
+    return node_only_schema() + sensor_schema() + loop_schema()
+
+
+# ---------------------------------------------------------------------------- the docs' tables
+#: The parameter table of each page: ``docs/<page>`` → (its schema, whether rows say when a change
+#: takes effect; every loop parameter's needs a new configure, which the page says once). Generated
+#: between the lines :data:`BEGIN` and :data:`END` by ``python -m rbd_estimator.runtime.params --write-docs``.
+DOC_TABLES = {
+    "node.md": (node_only_schema, True),
+    "sensors.md": (sensor_schema, True),
+    "loops.md": (loop_schema, False),
+}
+BEGIN = "<!-- parameter table: generated from the schema by `python -m rbd_estimator.runtime.params --write-docs` -->"
+END = "<!-- end of the parameter table -->"
+
+
+def docs_with_tables(text: str, page: str) -> str:
+    """``text`` (the page ``page``) with its generated table replaced by the schema's."""
+    head, sep, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not (sep and sep2):
+        raise ValueError(f"docs/{page} has no '{BEGIN}' … '{END}' block")
+    schema, change = DOC_TABLES[page]
+    return f"{head}{BEGIN}\n\n{schema().markdown(change=change)}\n{END}{tail}"
+
+
+def main(argv=None) -> int:
+    """``python -m rbd_estimator.runtime.params [--write-docs [DOCS_DIR] | --check-docs [DOCS_DIR]]``: print
+    the parameter tables, write them into the docs, or check that the docs hold them (exit 1 if not)."""
+    import argparse
+    import os
+    ap = argparse.ArgumentParser(prog="python -m rbd_estimator.runtime.params", description=main.__doc__)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--write-docs", metavar="DOCS_DIR", nargs="?", const="docs")
+    mode.add_argument("--check-docs", metavar="DOCS_DIR", nargs="?", const="docs")
+    args = ap.parse_args(argv)
+    folder = args.write_docs or args.check_docs
+    if folder is None:
+        for page, (schema, change) in DOC_TABLES.items():
+            print(f"## docs/{page}\n\n{schema().markdown(change=change)}")
+        return 0
+    stale = []
+    for page in DOC_TABLES:
+        path = os.path.join(folder, page)
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        new = docs_with_tables(text, page)
+        if new != text:
+            stale.append(path)
+            if args.write_docs:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(new)
+    verb = "rewrote" if args.write_docs else "out of date:"
+    print(f"{verb} {', '.join(stale)}" if stale else "the parameter tables are up to date")
+    return 1 if stale and args.check_docs else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
