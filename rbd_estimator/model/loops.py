@@ -81,12 +81,6 @@ __all__ = ["ExtraBody", "LinkAndRotor", "BeltTransmission", "LinearTransmission"
            "LoopConfig", "LOOP_TYPES", "LOOP_KEYS", "loop_schema"]
 
 LOOP_TYPES = ("link_and_rotor", "belt_transmission", "four_bar", "linear_transmission")
-#: The top-level parameters of the loop declarations (a name ending in ``.`` is a group: ``loop.<name>.*``);
-#: the sensor configuration keeps them in ``SensorConfig.node``, :meth:`LoopConfig.from_sensor_parameters`
-#: reads and checks them.
-LOOP_KEYS = ("loops_file", "loops", "bodies", "loop.", "body.")
-
-
 def _field(kind, description, default=..., **kw) -> Field:
     """A loop parameter: every change of one takes effect at the next configure."""
     return Field(kind, description, **({} if default is ... else {"default": default}), change=CONFIGURE, **kw)
@@ -155,6 +149,12 @@ def loop_schema() -> Schema:
     return Schema((("loops_file", top["loops_file"]), ("bodies", top["bodies"]),
                    Group("body", BODY_FIELDS, names="bodies"), ("loops", top["loops"]),
                    Group("loop", {"type": kind}, names="loops")) + per_type)
+
+
+#: The top-level parameters of the loop declarations (a name ending in ``.`` is a group: ``loop.<name>.*``);
+#: the sensor configuration keeps them in ``SensorConfig.node``, :meth:`LoopConfig.from_sensor_parameters`
+#: reads and checks them.
+LOOP_KEYS = tuple(loop_schema().top) + tuple(dict.fromkeys(g.prefix + "." for g in loop_schema().groups))
 
 
 # ---------------------------------------------------------------------------- the configuration
