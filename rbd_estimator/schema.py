@@ -82,9 +82,9 @@ class Field:
         v = _typed(self.type, name, value, error)
         if self.size is not None and len(v) != self.size:
             raise error(f"parameter '{name}' must hold {self.size} values, got {value!r}")
-        low = (self.gt is None or v > self.gt) and (self.ge is None or v >= self.ge) \
-            if self.type in ("integer", "double") else True
-        if not low or (self.le is not None and v > self.le):
+        if self.type in ("integer", "double") and not ((self.gt is None or v > self.gt)
+                                                      and (self.ge is None or v >= self.ge)
+                                                      and (self.le is None or v <= self.le)):
             raise error(f"parameter '{name}' must be a number {self.bounds()}, got {value!r}")
         if self.choices and v not in self.choices:
             raise error(f"parameter '{name}': {v!r} is not one of {self.choices}")
