@@ -140,10 +140,6 @@ class DeclaredParameters:
                 flat[p.name] = p.value
         return flat
 
-    def is_default(self, name: str) -> bool:
-        """Whether ``name`` holds the schema's default, declared here and never set."""
-        return name in self._defaulted
-
     # ------------------------------------------------------------------ rclpy callbacks
     @contextlib.contextmanager
     def _declaring(self):
