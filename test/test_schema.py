@@ -73,6 +73,16 @@ def test_node_settings_read_types_and_ranges_from_the_schema():
         == {"joint_states_topic", "joint_torque_topic", "tick", "rate_hz", "contact_command_topic"}
 
 
+def test_changes_that_need_a_new_configure_or_activation_are_refused_while_active():
+    from rbd_estimator.runtime.params import change_refusal
+    for name in ("robot_description", "strict_model", "loops", "loop.drive.gear_ratio", "body.rotor.mass",
+                 "loops_file"):
+        assert "cleanup and configure" in change_refusal({name}, True), name
+        assert change_refusal({name}, False) == ""
+    assert "deactivate, set, activate" in change_refusal({"rate_hz"}, True)
+    assert change_refusal({"acceleration_cutoff_hz", "ft.a.force_stddev", "loopsy"}, True) == ""
+
+
 def test_the_sensor_parser_checks_ranges_and_choices_from_the_schema():
     base = dict(imu=dict(frame="base"), contacts=["a"], contact=dict(a=dict(frame="foot")))
     with pytest.raises(ConfigError, match=r"'imu.linear_acceleration_stddev' must be a number > 0"):

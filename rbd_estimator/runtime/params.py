@@ -127,9 +127,13 @@ def parse_parameters(flat: dict):
 
 
 def change_refusal(names, active: bool) -> str:
-    """Why the parameters ``names`` cannot change now ('' if they can)."""
-    if active and names & NEEDS_CONFIGURE:
-        return (f"{', '.join(sorted(names & NEEDS_CONFIGURE))} can only change through cleanup and configure: "
+    """Why the parameters ``names`` cannot change now ('' if they can): while active, those whose
+    change needs a new configure (:data:`NEEDS_CONFIGURE`, and the loop declarations) or a new
+    activation (:data:`NEEDS_REACTIVATE`)."""
+    configure = sorted(n for n in names if n in NEEDS_CONFIGURE
+                       or any(n == k or (k.endswith(".") and n.startswith(k)) for k in LOOP_KEYS))
+    if active and configure:
+        return (f"{', '.join(configure)} can only change through cleanup and configure: "
                 f"deactivate, cleanup, set it, then configure and activate again")
     if active and names & NEEDS_REACTIVATE:
         return f"{', '.join(sorted(names & NEEDS_REACTIVATE))} take effect on activate: deactivate, set, activate"
