@@ -11,12 +11,14 @@ one.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..estimation.config import sensor_schema
 from ..model.loops import LOOP_KEYS, loop_schema
 from ..schema import CONFIGURE, LIVE, REACTIVATE, Field, Group, Schema, fields_of, parameter
+from ..sensors import KINDS
 from ..yaml_file import unknown_parameter
 
 TICK_SOURCES = ("joint_states", "timer")
@@ -167,7 +169,12 @@ def node_only_schema() -> Schema:
 
 def node_schema() -> Schema:
     """Every parameter of the node: :func:`node_only_schema`, the sensor schema (contacts and every
-    registered kind) and the loop declarations."""
+    registered kind) and the loop declarations (made once per set of registered kinds)."""
+    return _node_schema(tuple(KINDS.values()))
+
+
+@functools.lru_cache(maxsize=8)
+def _node_schema(kinds: tuple) -> Schema:
     return node_only_schema() + sensor_schema() + loop_schema()
 
 
