@@ -33,7 +33,7 @@ import warnings
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rcl_interfaces.srv import SetParameters as CalibrateFtOffsets
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -47,7 +47,8 @@ from .jit import compile_timer
 from .ros import diagnostics as diag
 from .ros.blas import limit_blas_threads
 from .ros.tick_thread import MESSAGES, TickThread
-from .runtime.params import NEEDS_CONFIGURE, NODE_PARAMETERS, ROS_PARAMETERS, change_refusal, parse_parameters
+from .ros.declare import DeclaredParameters
+from .runtime.params import NEEDS_CONFIGURE, change_refusal, parse_parameters
 from .runtime.plans import PlanWorker
 from .ros.description import read_description
 from .runtime.session import ERROR, OK, WARN, Session, advice
@@ -63,13 +64,6 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         kwargs.setdefault("allow_undeclared_parameters", True)
         kwargs.setdefault("automatically_declare_parameters_from_overrides", True)
         Node.__init__(self, node_name, **kwargs)
-        for name, p in self.get_parameters_by_prefix("").items():   # settable and deletable later
-            if name not in ROS_PARAMETERS and p.type_ != Parameter.Type.NOT_SET:
-                self.set_descriptor(name, ParameterDescriptor(dynamic_typing=True))
-        for name, (default, description) in NODE_PARAMETERS.items():
-            if not self.has_parameter(name):
-                self.declare_parameter(name, default, ParameterDescriptor(description=description,
-                                                                          dynamic_typing=True))
         LifecycleNodeMixin.__init__(self)
         self._lock = threading.RLock()         # transitions and reconfigurations
         self._events: collections.deque = collections.deque()   # (level, text) queued by the tick thread
@@ -82,7 +76,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._pubs = {}
         self._diag_pub = self._diag_timer = None
         self._configure_time = None
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        # declares every parameter of the schema that applies (ros/declare.py), then validates changes
+        self._declared = DeclaredParameters(self, self._on_set_parameters)
         self.create_service(CalibrateFtOffsets, "~/calibrate_ft_offsets", self._on_calibrate,
                             callback_group=MutuallyExclusiveCallbackGroup())
 
@@ -248,7 +243,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
 
     # ================================================================== parameters
     def _flat_parameters(self) -> dict:
-        return {name: p.value for name, p in self.get_parameters_by_prefix("").items() if p.value is not None}
+        return self._declared.values()
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         with self._lock:
@@ -264,9 +259,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         refusal = change_refusal(names, active)
         if refusal:
             return refusal
-        flat = self._flat_parameters()
-        flat.update({p.name: p.value for p in params})
-        flat = {k: v for k, v in flat.items() if v is not None}
+        flat = self._declared.after(params)
         try:
             config, settings = parse_parameters(flat)
         except ConfigError as exc:

@@ -13,7 +13,7 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # lowest first; a top-level module not listed is an application module (node, replay, demo, cli, …)
 LAYERS = [
-    {"errors", "spatial", "jit", "yaml_file", "kernels"},
+    {"errors", "spatial", "jit", "yaml_file", "schema", "kernels"},
     {"model"},
     {"dynamics"},
     {"sensors"},

@@ -15,7 +15,9 @@ from oracle import rel_err, urdf_xml
 
 from rbd_estimator import ConfigError
 from rbd_estimator.estimation import SensorConfig, estimator_for
+from rbd_estimator.schema import parameter
 from rbd_estimator.sensors import KINDS, Sensor, register, unregister
+from rbd_estimator.sensors.base import timeout_parameter
 
 ICUB_FT = ["l_leg_ft_sensor", "r_leg_ft_sensor", "l_foot_ft_sensor", "r_foot_ft_sensor",
            "l_arm_ft_sensor", "r_arm_ft_sensor"]
@@ -41,12 +43,13 @@ def _truth_check(est, gt, n=5, seed=0, readings=None, solver=None):
 class SoleWrench(Sensor):
     """A six-axis sensor between a sole and the ground: the contact's wrench ``[fx..tz]`` (N, N·m)
     in the contact frame. Defined here, not in the package: the proof that a kind is one module."""
-    contact: str = ""
-    force_stddev: float = 1.0
-    torque_stddev: float = 0.1
-    timeout: float = 0.05
+    contact: str = parameter("the contact under the sole (a name in `contacts`)", "", required=True)
+    force_stddev: float = parameter("standard deviation of each force axis (N)", 1.0, gt=0.0)
+    torque_stddev: float = parameter("standard deviation of each torque axis (N·m)", 0.1, gt=0.0)
+    timeout: float = timeout_parameter()
 
     LIST: ClassVar[str] = "sole_wrench_sensors"
+    LIST_DESCRIPTION: ClassVar[str] = "six-axis sensors under the soles"
     GROUP: ClassVar[str] = "sole_wrench"
     KEYWORD: ClassVar[str] = "sole_wrenches"
 
@@ -99,6 +102,41 @@ def test_a_kind_defined_in_a_test_plans_and_estimates_against_pinocchio(sole_wre
         SensorConfig.from_dict(dict(imu=dict(frame="root_link"), **FEET, sole_wrench_sensors=["l_sole_sensor"],
                                     sole_wrench=dict(l_sole_sensor=dict(contcat="l_foot"))))
     assert "sole_wrench_sensors" in KINDS
+    # its parameters are in the one schema: typed, described, ranged (the node declares them, the docs list them)
+    from rbd_estimator.estimation.config import sensor_schema
+    rows = dict(sensor_schema().rows())
+    assert rows["sole_wrench_sensors"].type == "string_array" and "soles" in rows["sole_wrench_sensors"].description
+    f = rows["sole_wrench.<name>.force_stddev"]
+    assert (f.type, f.default, f.gt) == ("double", 1.0, 0.0) and f.description
+    assert rows["sole_wrench.<name>.contact"].required
+    with pytest.raises(ConfigError, match=r"'sole_wrench.l_sole_sensor.force_stddev' must be a number > 0, got -1"):
+        SensorConfig.from_dict(dict(imu=dict(frame="root_link"), **FEET, sole_wrench_sensors=["l_sole_sensor"],
+                                    sole_wrench=dict(l_sole_sensor=dict(contact="l_foot", force_stddev=-1.0))))
+    with pytest.raises(ConfigError, match=r"'sole_wrench.l_sole_sensor.contact' is required"):
+        SensorConfig.from_dict(dict(imu=dict(frame="root_link"), **FEET, sole_wrench_sensors=["l_sole_sensor"]))
+
+
+def test_a_kind_must_describe_its_parameters():
+    """``register`` refuses a kind with a field that is not declared with ``parameter`` (it would be
+    a parameter without a type, description or range), or without a description of its list."""
+    @dataclass(frozen=True)
+    class Bare(SoleWrench):
+        extra: str = ""
+        LIST: ClassVar[str] = "bare_sensors"
+        GROUP: ClassVar[str] = "bare"
+
+    with pytest.raises(TypeError, match=r"Bare: field\(s\) extra must be declared with"):
+        register(Bare)
+
+    @dataclass(frozen=True)
+    class Unlisted(SoleWrench):
+        LIST: ClassVar[str] = "bare_sensors"
+        LIST_DESCRIPTION: ClassVar[str] = ""
+        GROUP: ClassVar[str] = "bare"
+
+    with pytest.raises(TypeError, match="must describe its list parameter 'bare_sensors'"):
+        register(Unlisted)
+    assert "bare_sensors" not in KINDS
 
 
 # ---------------------------------------------------------------------------- the package's new kinds

@@ -31,13 +31,12 @@ kinematics and the right-hand side exactly (Nori's inverse-dynamics rows 7q̈).
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass, field, fields, replace
 
 from ..errors import ConfigError
 from ..model.loops import LOOP_KEYS
+from ..schema import Field, Group, Schema, fields_of, parameter, read_fields
 from ..sensors import KINDS, ExternalWrench, ForceTorque, Imu, JointTorque, LoadCells, Sensor, unknown_key
-from ..sensors.base import convert
 from ..yaml_file import name_list, read_yaml
 
 CONTACT_TYPES = ("full_wrench", "point_force", "slippery")
@@ -61,13 +60,20 @@ class ContactConfig:
     ``dwell`` seconds). A contact that is not active has a zero wrench.
     """
     name: str
-    frame: str
-    type: str = "full_wrench"
-    mode: str = "always"
-    detect_from: str = ""
-    force_on: float = 40.0
-    force_off: float = 20.0
-    dwell: float = 0.01
+    frame: str = parameter("link or frame in contact (merged frames such as iCub's `l_sole` too); its z axis is "
+                           "the normal")
+    type: str = parameter("`full_wrench` (6 unknowns), `point_force` (3: the force at the frame origin) or "
+                          "`slippery` (fz, tx, ty, tz; Nori eq. 23)", "full_wrench", choices=CONTACT_TYPES)
+    mode: str = parameter("when it is in contact: `always`, `commanded` (the walking controller's contact_command) "
+                          "or `detected` (from the normal force its sensors measure), see walking.md", "always",
+                          choices=CONTACT_MODES)
+    detect_from: str = parameter("with mode `detected`: the sensor under this contact or the force-torque sensor "
+                                 "above it that measures its normal force; empty: the nearest", "")
+    force_on: float = parameter("with mode `detected`: normal force (N) above which it comes into contact", 40.0,
+                                ge=0.0)
+    force_off: float = parameter("with mode `detected`: normal force (N) below which it leaves contact "
+                                 "(< `force_on`)", 20.0, ge=0.0)
+    dwell: float = parameter("with mode `detected`: seconds the force must stay across a threshold", 0.01, ge=0.0)
 
     @property
     def switchable(self) -> bool:
@@ -261,16 +267,41 @@ def flatten(params: dict, prefix: str = "") -> dict:
     return flat
 
 
-# ---------------------------------------------------------------------------- parsing
-#: parameters of the library besides the sensor kinds' (``LIST``/``GROUP``)
-_LIBRARY = ("floating_base", "contacts", "contact", "joint_torque_stddev")
+# ---------------------------------------------------------------------------- the schema
+#: The library's parameters besides the sensor kinds' and the contacts' fields
+LIBRARY = {
+    "floating_base": Field("bool", "free-flyer base (needs an IMU) or fixed base", True),
+    "contacts": Field("string_array", "contact names, each described by `contact.<name>.*`", ()),
+    "joint_torque_stddev": Field("double", "standard deviation (N·m) of every joint-torque sensor without its own "
+                                 "`joint_torque.<name>.stddev`", 0.1, gt=0.0),
+}
+
+
+def sensor_schema() -> Schema:
+    """The parameters :meth:`SensorConfig.from_parameters` reads: :data:`LIBRARY`, the contacts'
+    fields (:class:`ContactConfig`) per name in ``contacts``, and every registered kind's (its
+    list parameter and its fields per listed name; a single sensor's, the IMU's, when any
+    ``imu.*`` is given), in registry order."""
+    entries = [("floating_base", LIBRARY["floating_base"]), ("contacts", LIBRARY["contacts"]),
+               Group("contact", fields_of(ContactConfig), names="contacts")]
+    for kind in KINDS.values():
+        if kind.SINGLE:
+            entries.append(Group(kind.GROUP, kind.parameters()))
+            continue
+        described = f"{kind.LIST_DESCRIPTION}; each described by `{kind.GROUP}.<name>.*`"
+        entries += [(kind.LIST, Field("string_array", described, ())),
+                    Group(kind.GROUP, kind.parameters(), names=kind.LIST)]
+        if kind is JointTorque:
+            entries.append(("joint_torque_stddev", LIBRARY["joint_torque_stddev"]))
+    return Schema(tuple(entries))
 
 
 def library_keys() -> set[str]:
     """Top-level names of the library's parameters: these, and every registered kind's."""
-    return set(_LIBRARY) | {k.LIST for k in KINDS.values()} | {k.GROUP for k in KINDS.values()}
+    return set(LIBRARY) | {"contact"} | {k.LIST for k in KINDS.values()} | {k.GROUP for k in KINDS.values()}
 
 
+# ---------------------------------------------------------------------------- parsing
 def _admits(keys, key: str) -> bool:
     """``key`` is one of ``keys`` or under one of them that ends in ``.``."""
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in keys)
@@ -301,17 +332,17 @@ class _Parser:
         """Concrete keys that would be accepted, for the closest-match hint (prefixes completed
         with the rest of ``key``)."""
         valid = [k for k in self.top if k not in {kd.GROUP for kd in KINDS.values()} | {"contact"}]
-        valid += [f"{kd.GROUP}.{f.name}" for kd in KINDS.values() if kd.SINGLE for f in fields(kd) if f.name != "name"]
+        valid += [f"{kd.GROUP}.{f}" for kd in KINDS.values() if kd.SINGLE for f in kd.parameters()]
         rest = key.partition(".")[2]
         for k in LOOP_KEYS + (self.node_keys or ()):
             valid.append(k + rest if k.endswith(".") else k)
         return valid
 
-    def get(self, name, default=None, kind=None):
-        value = self.flat.get(name, default)
-        if kind is None or value is None:
-            return value
-        return convert(name, value, kind.__name__)
+    def get(self, name):
+        """A :data:`LIBRARY` parameter's value (its default when not given), or None for an
+        optional one not given."""
+        value = self.flat.get(name)
+        return LIBRARY[name].default if value is None else LIBRARY[name].value(name, value)
 
     def groups(self, group: str, listed: tuple, list_key: str) -> dict:
         """``{name: {field: value}}`` of the ``<group>.<name>.<field>`` parameters; a name not in
@@ -333,11 +364,13 @@ class _Parser:
 
     def config(self) -> SensorConfig:
         self.check_top_level()
-        fb = self.get("floating_base", True, bool)
+        fb = self.get("floating_base")
         contacts = self.contacts()
         names = {c.name for c in contacts}
         sensors = []
-        jt_stddev = self.get("joint_torque_stddev", None, float)
+        jt_stddev = self.flat.get("joint_torque_stddev")
+        if jt_stddev is not None:
+            jt_stddev = self.get("joint_torque_stddev")
         for kind in KINDS.values():
             if kind.SINGLE:                       # ``imu: {...}``; an empty ``imu:`` is no IMU
                 values = {k[len(kind.GROUP) + 1:]: v for k, v in self.flat.items() if k.startswith(kind.GROUP + ".")}
@@ -358,26 +391,14 @@ class _Parser:
         twice = sorted({n for n in taken if taken.count(n) > 1})
         if twice:
             raise ConfigError(f"sensor name(s) {twice} used by two sensors; every sensor needs its own name")
-        if jt_stddev is not None and not (math.isfinite(jt_stddev) and jt_stddev > 0.0):
-            raise ConfigError(f"parameter 'joint_torque_stddev' must be a finite number > 0, got {jt_stddev!r}")
         return SensorConfig(floating_base=fb, contacts=contacts, sensors=tuple(sensors),
                             node={k: v for k, v in self.flat.items() if k.split(".")[0] not in self.top})
 
     def contacts(self) -> tuple[ContactConfig, ...]:
         out = []
-        valid = [f.name for f in fields(ContactConfig) if f.name != "name"]
+        known = fields_of(ContactConfig)
         for n, values in self.groups("contact", self.names("contacts"), "contacts").items():
-            kw = {}
-            for key, value in values.items():
-                if key not in valid:
-                    raise unknown_key(f"contact.{n}.{key}", [f"contact.{n}.{f}" for f in valid])
-                kw[key] = convert(f"contact.{n}.{key}", value,
-                                  next(f.type for f in fields(ContactConfig) if f.name == key))
-            if not kw.get("frame"):
-                raise ConfigError(f"parameter 'contact.{n}.frame' is required (the link or frame in contact)")
-            if kw.get("type", "full_wrench") not in CONTACT_TYPES:
-                raise ConfigError(f"parameter 'contact.{n}.type': '{kw['type']}' is not one of {CONTACT_TYPES}")
-            out.append(self.check_contact(ContactConfig(name=n, **kw)))
+            out.append(self.check_contact(ContactConfig(name=n, **read_fields(known, values, f"contact.{n}."))))
         switchable = [c.name for c in out if c.switchable]
         if len(switchable) > MAX_SWITCHABLE_CONTACTS:
             raise ConfigError(f"parameter 'contacts': {len(switchable)} switchable contacts ({', '.join(switchable)}); "
@@ -385,19 +406,16 @@ class _Parser:
         return tuple(out)
 
     def names(self, key: str) -> tuple[str, ...]:
-        return name_list(self.get(key, []), key, ConfigError)
+        return name_list(self.flat.get(key, []), key, ConfigError)
 
     @staticmethod
     def check_contact(c: ContactConfig) -> ContactConfig:
-        """The mode and the detection thresholds of one contact (N, s)."""
+        """The detection thresholds and the mode of one contact (each value's type and range are
+        the schema's, checked before)."""
         p = f"parameter 'contact.{c.name}."
-        if c.mode not in CONTACT_MODES:
-            raise ConfigError(f"{p}mode': '{c.mode}' is not one of {CONTACT_MODES}")
-        if not (math.isfinite(c.force_off) and math.isfinite(c.force_on) and 0.0 <= c.force_off < c.force_on):
+        if not c.force_off < c.force_on:
             raise ConfigError(f"{p}force_on' and '.force_off' must be finite with 0 <= force_off < force_on (N, "
                               f"the hysteresis band), got {c.force_on!r} and {c.force_off!r}")
-        if not (math.isfinite(c.dwell) and c.dwell >= 0.0):
-            raise ConfigError(f"{p}dwell' must be a finite number >= 0 (s), got {c.dwell!r}")
         if c.detect_from and c.mode != "detected":
             raise ConfigError(f"{p}detect_from' is set but 'contact.{c.name}.mode' is '{c.mode}', not 'detected'")
         return c

@@ -69,21 +69,92 @@ gearbox). Bad declarations raise :class:`ModelError` naming the loop (or the ext
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ModelError
+from ..schema import CONFIGURE, Field, Group, Schema
 from ..yaml_file import name_list
 from .mechanisms import (BeltTransmission, ExplicitLoop, ExtraBody, FourBar, LinearTransmission, LinkAndRotor,  # noqa: F401
                          Loop, inertia_matrix, vector)  # the classes are re-exported: every import path stays
 
 __all__ = ["ExtraBody", "LinkAndRotor", "BeltTransmission", "LinearTransmission", "FourBar", "ExplicitLoop",
-           "LoopConfig", "LOOP_TYPES", "LOOP_KEYS"]
+           "LoopConfig", "LOOP_TYPES", "LOOP_KEYS", "loop_schema"]
 
 LOOP_TYPES = ("link_and_rotor", "belt_transmission", "four_bar", "linear_transmission")
+def _field(kind, description, default=..., **kw) -> Field:
+    """A loop parameter: every change of one takes effect at the next configure."""
+    return Field(kind, description, **({} if default is ... else {"default": default}), change=CONFIGURE, **kw)
+
+
+_NAMES = "string_array"
+#: The parameters of an extra body (``body.<name>.<field>``)
+BODY_FIELDS = {
+    "parent": _field("string", "URDF link (or earlier extra body) carrying the body's joint"),
+    "xyz": _field("double_array", "joint origin in the parent link frame (m)", (0.0,) * 3, size=3),
+    "rpy": _field("double_array", "joint orientation (rad, URDF roll-pitch-yaw)", (0.0,) * 3, size=3),
+    "axis": _field("double_array", "revolute axis in the body frame", size=3),
+    "mass": _field("double", "kg (may be 0 if the inertia is given)", 0.0, ge=0.0),
+    "com": _field("double_array", "centre of mass in the body frame (m)", (0.0,) * 3, size=3),
+    "inertia": _field("double_array", "`[ixx, ixy, ixz, iyy, iyz, izz]` about the centre of mass (kg·m²)",
+                      (0.0,) * 6, size=6),
+}
+#: The parameters of a loop by type (``loop.<name>.<field>``; ``type`` selects the table). An array
+#: whose default is empty is optional (an alternative to another field, or the default in words).
+LOOP_FIELDS = {
+    "link_and_rotor": {
+        "joint": _field("string", "the link's joint"),
+        "rotor": _field("string", "the rotor's joint (an extra body, or a URDF joint whose child link is the rotor)"),
+        "gear_ratio": _field("double", "`q_rotor = gear_ratio · q_joint`"),
+    },
+    "belt_transmission": {
+        "joints": _field(_NAMES, "link joints, each the child of the previous one"),
+        "rotors": _field(_NAMES, "rotors, rotor i driving joint i"),
+        "gear_ratios": _field("double_array", "one gear ratio per rotor (with `belt_ratios`; or `ratio_matrix`)", ()),
+        "belt_ratios": _field("double_array", "belt stage ratios, rotor 1: b11; rotor 2: b21 b22; … (n(n+1)/2 "
+                              "numbers)", ()),
+        "ratio_matrix": _field("double_array", "`q_rotors = R q_joints`, R row-major n×n, lower triangular "
+                               "(instead of `gear_ratios` and `belt_ratios`)", ()),
+    },
+    "four_bar": {
+        "input": _field("string", "tree joint of the input link"),
+        "coupler": _field("string", "tree joint of the coupler, carried by the input link"),
+        "output": _field("string", "tree joint of the output link"),
+        "closure_coupler_xyz": _field("double_array", "the loop-closing revolute joint on the coupler (m)", size=3),
+        "closure_output_xyz": _field("double_array", "the same joint on the output link (m)", size=3),
+        "closure_axis": _field("double_array", "its axis in the coupler frame; empty: the coupler joint's axis", ()),
+        "closure_output_axis": _field("double_array", "its axis in the output link frame; empty: the output "
+                                      "joint's axis", ()),
+        "independent": _field("string", "the independent coordinate: the input joint (empty) or the output joint",
+                              ""),
+    },
+    "linear_transmission": {
+        "independent": _field(_NAMES, "independent joints"),
+        "dependent": _field(_NAMES, "dependent joints: `q_dependent = R q_independent`"),
+        "ratio_matrix": _field("double_array", "R, row-major (n_dependent × n_independent)"),
+    },
+}
+
+
+def loop_schema() -> Schema:
+    """The loop declarations' parameters (every change takes effect at the next configure)."""
+    top = {"loops_file": _field("string", "YAML file with the loop declarations (relative paths from the parameter "
+                                "file's folder), instead of declaring them inline", ""),
+           "bodies": _field(_NAMES, "extra bodies the URDF does not have (rotors, couplers), each described by "
+                            "`body.<name>.*`", ()),
+           "loops": _field(_NAMES, "loops of actuation sub-mechanisms, each described by `loop.<name>.*` "
+                           "(see loops.md)", ())}
+    kind = _field("string", "the mechanism", choices=LOOP_TYPES)
+    per_type = tuple(Group("loop", {k: replace(f, description=f"{t}: {f.description}") for k, f in fields.items()},
+                           names="loops", when=("type", t)) for t, fields in LOOP_FIELDS.items())
+    return Schema((("loops_file", top["loops_file"]), ("bodies", top["bodies"]),
+                   Group("body", BODY_FIELDS, names="bodies"), ("loops", top["loops"]),
+                   Group("loop", {"type": kind}, names="loops")) + per_type)
+
+
 #: The top-level parameters of the loop declarations (a name ending in ``.`` is a group: ``loop.<name>.*``);
 #: the sensor configuration keeps them in ``SensorConfig.node``, :meth:`LoopConfig.from_sensor_parameters`
 #: reads and checks them.
-LOOP_KEYS = ("loops_file", "loops", "bodies", "loop.", "body.")
+LOOP_KEYS = tuple(loop_schema().top) + tuple(dict.fromkeys(g.prefix + "." for g in loop_schema().groups))
 
 
 # ---------------------------------------------------------------------------- the configuration
@@ -190,16 +261,6 @@ class LoopConfig:
 
 
 # ---------------------------------------------------------------------------- parsing
-_BODY_FIELDS = {"parent", "xyz", "rpy", "axis", "mass", "com", "inertia"}
-_LOOP_FIELDS = {
-    "link_and_rotor": {"joint", "rotor", "gear_ratio"},
-    "belt_transmission": {"joints", "rotors", "gear_ratios", "belt_ratios", "ratio_matrix"},
-    "four_bar": {"input", "coupler", "output", "closure_coupler_xyz", "closure_output_xyz", "closure_axis",
-                 "closure_output_axis", "independent"},
-    "linear_transmission": {"independent", "dependent", "ratio_matrix"},
-}
-
-
 class _Parser:
     """Reads the flat parameters; every error names the loop or extra body and the field."""
 
@@ -230,7 +291,7 @@ class _Parser:
 
     def body(self, n: str) -> ExtraBody:
         what = f"extra body '{n}'"
-        kw = self.fields(f"body.{n}.", _BODY_FIELDS, what)
+        kw = self.fields(f"body.{n}.", set(BODY_FIELDS), what)
         for req in ("parent", "axis"):
             if req not in kw:
                 raise ModelError(f"{what}: '{req}' is required")
@@ -243,10 +304,10 @@ class _Parser:
 
     def loop(self, n: str):
         kind = self.flat.get(f"loop.{n}.type")
-        if kind not in _LOOP_FIELDS:
+        if kind not in LOOP_FIELDS:
             raise ModelError(f"loop '{n}': 'type' is {kind!r}, expected one of {list(LOOP_TYPES)}")
         what = f"{kind} loop '{n}'"
-        kw = self.fields(f"loop.{n}.", _LOOP_FIELDS[kind], what)
+        kw = self.fields(f"loop.{n}.", set(LOOP_FIELDS[kind]), what)
 
         def need(key, conv):
             if key not in kw:

@@ -2,7 +2,7 @@
 (:mod:`rbd_estimator.replay`) share, owned by one :class:`~.session.Session`.
 
 * :mod:`.session`      the session: inputs and their handlers, the tick, outputs, reconfiguration swap, diagnostics;
-* :mod:`.params`       node-only parameters (topics, filter, timing) and how each may change;
+* :mod:`.params`       node-only parameters (topics, filter, timing), the node's whole schema, the docs' tables;
 * :mod:`.input_core`   compiled input handling: serialized messages → validated latest samples, filters, freshness;
 * :mod:`.inputs`       the input state of a configuration over it (slots, counters, force-torque offsets);
 * :mod:`.filters`      the derivative filter that turns velocities into accelerations;

@@ -1,10 +1,13 @@
 """The one interface every sensor kind implements, and the registry that lists the kinds.
 
 A sensor kind is a frozen dataclass deriving from :class:`Sensor`: its fields are its parameters
-(``<group>.<name>.<field>`` in the parameter files), and its methods are everything the package
-needs to know about it (iDynTree's ``Sensor`` plays this role for BERDY):
+(``<group>.<name>.<field>`` in the parameter files), each declared with
+:func:`~rbd_estimator.schema.parameter` (description, range, allowed values: the one schema that the
+parser, the node's declared ROS parameters and the docs' tables read), and its methods are
+everything the package needs to know about it (iDynTree's ``Sensor`` plays this role for BERDY):
 
-* :meth:`Sensor.check` validates the parameters (errors name the parameter);
+* :meth:`Sensor.check` validates what the schema cannot: required fields, consistency between
+  fields (errors name the parameter);
 * :meth:`Sensor.rows` writes its measurement rows of Nori's eq. (16) on the unknowns of the
   system, whitened by its noise, through a :class:`RowWriter` that the estimation layer provides;
 * :attr:`Sensor.size` and :meth:`Sensor.labels` describe its slice of the **one measurement
@@ -21,15 +24,15 @@ or a user package may do so too). This module imports nothing from the estimatio
 from __future__ import annotations
 
 import functools
-import math
 import struct
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..schema import Field, fields_of, parameter, read_fields, undescribed
 from ..yaml_file import unknown_parameter
 
 # ROS message decoders the runtime knows (the CDR layout a slice is read from)
@@ -62,8 +65,8 @@ class RowWriter(Protocol):
 class Sensor(ABC):
     """A sensor of one kind (a frozen dataclass; ``name`` first). Class attributes declare the kind:
 
-    ``LIST`` the list parameter naming the sensors (``ft_sensors``), ``GROUP`` the per-sensor
-    sub-dictionary (``ft``), ``KEYWORD`` the keyword of :meth:`Estimator.estimate` that takes the
+    ``LIST`` the list parameter naming the sensors (``ft_sensors``) and ``LIST_DESCRIPTION`` its
+    description, ``GROUP`` the per-sensor sub-dictionary (``ft``), ``KEYWORD`` the keyword of :meth:`Estimator.estimate` that takes the
     readings of all sensors of the kind (None: only through ``readings=`` or the vector ``y``),
     ``SINGLE`` at most one of the kind, given as one reading rather than a list (the IMU),
     ``MESSAGE``/``DECODER`` the ROS message type and its decoder, ``DROPPABLE`` whether an
@@ -73,6 +76,7 @@ class Sensor(ABC):
     name: str
 
     LIST: ClassVar[str] = ""
+    LIST_DESCRIPTION: ClassVar[str] = ""
     GROUP: ClassVar[str] = ""
     KEYWORD: ClassVar[str | None] = None
     SINGLE: ClassVar[bool] = False
@@ -83,16 +87,18 @@ class Sensor(ABC):
 
     # ------------------------------------------------------------------ parameters
     @classmethod
+    def parameters(cls) -> dict[str, Field]:
+        """The kind's parameters (its fields declared with :func:`~rbd_estimator.schema.parameter`),
+        by field name; ``<group>`` in a description reads as the kind's ``GROUP``."""
+        return {k: replace(f, description=f.description.replace("<group>", cls.GROUP))
+                for k, f in fields_of(cls).items()}
+
+    @classmethod
     def parse(cls, name: str, values: dict) -> "Sensor":
         """The sensor ``name`` from its sub-dictionary ``values`` (field → value, as given): every
-        key must be a field (else :class:`ConfigError` naming it and the closest field)."""
-        known = {f.name: f for f in fields(cls) if f.name != "name"}
-        kw = {}
-        for key, value in values.items():
-            if key not in known:
-                raise unknown_key(f"{cls.prefix_of(name)}{key}", [f"{cls.prefix_of(name)}{k}" for k in known])
-            kw[key] = convert(f"{cls.prefix_of(name)}{key}", value, known[key].type)
-        sensor = cls(name=name, **kw)
+        key must be a field (else :class:`ConfigError` naming it and the closest field), every
+        value of the field's type and range (:meth:`~rbd_estimator.schema.Field.value`)."""
+        sensor = cls(name=name, **read_fields(cls.parameters(), values, cls.prefix_of(name)))
         sensor.check()
         return sensor
 
@@ -106,13 +112,8 @@ class Sensor(ABC):
         return self.prefix_of(self.name)
 
     def check(self) -> None:
-        """Validate the values; :class:`ConfigError` naming the parameter. Default: every
-        ``*stddev`` and ``timeout`` field finite and positive."""
-        for f in fields(self):
-            if f.name.endswith("stddev") or f.name == "timeout":
-                v = getattr(self, f.name)
-                if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0.0):
-                    raise ConfigError(f"parameter '{self.prefix}{f.name}' must be a finite number > 0, got {v!r}")
+        """Validate what the schema does not (each value's type and range are checked before):
+        :class:`ConfigError` naming the parameter. Default: nothing."""
 
     def to_parameters(self) -> dict:
         """Flat, dotted parameters that :meth:`parse` reads back."""
@@ -143,15 +144,28 @@ class Sensor(ABC):
         return None
 
 
+def timeout_parameter(default: float = 0.05):
+    """The ``timeout`` field of a kind that the node reads from a topic (s, > 0)."""
+    return parameter("s; a sensor with no sample younger than this is missing (node only)", default, gt=0.0)
+
+
 # ---------------------------------------------------------------------------- the registry
 #: kind class by ``LIST`` parameter name, in registration order (the order of ``y``'s slices)
 KINDS: dict[str, type[Sensor]] = {}
 
 
 def register(cls: type[Sensor]) -> type[Sensor]:
-    """Add a kind (a class decorator). Its ``LIST`` and ``GROUP`` names must be new."""
+    """Add a kind (a class decorator). Its ``LIST`` and ``GROUP`` names must be new, and every
+    field but ``name`` a parameter declared with :func:`~rbd_estimator.schema.parameter`."""
     if not (cls.LIST and cls.GROUP):
         raise TypeError(f"sensor kind {cls.__name__} must set LIST and GROUP")
+    if not (cls.SINGLE or cls.LIST_DESCRIPTION):
+        raise TypeError(f"sensor kind {cls.__name__} must describe its list parameter '{cls.LIST}' (LIST_DESCRIPTION)")
+    bare = undescribed(cls)
+    if bare:
+        raise TypeError(f"sensor kind {cls.__name__}: field(s) {', '.join(bare)} must be declared with "
+                        f"rbd_estimator.schema.parameter(description, default, ...)")
+    cls.parameters()                      # every annotation has a parameter type
     for other in KINDS.values():
         if other is not cls and (cls.LIST in (other.LIST, other.GROUP) or cls.GROUP in (other.LIST, other.GROUP)):
             raise TypeError(f"sensor kind {cls.__name__}: parameter names '{cls.LIST}'/'{cls.GROUP}' are taken "
@@ -179,39 +193,6 @@ def slices(sensors) -> tuple[dict, list]:
 def unknown_key(key: str, valid) -> ConfigError:
     """The error for a parameter nobody reads, naming the closest valid one."""
     return unknown_parameter(key, valid, ConfigError)
-
-
-def convert(name: str, value, kind):
-    """A parameter value as the field's type (``float``, ``bool``, ``str``, ``tuple`` of floats)."""
-    kind = str(kind)
-    if kind == "bool":
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"parameter '{name}' must be true or false, got {value!r}")
-    if kind in ("float", "int"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"parameter '{name}' must be a number, got {value!r}")
-        return float(value) if kind == "float" else int(value)
-    if kind == "str":
-        if not isinstance(value, str):
-            raise ConfigError(f"parameter '{name}' must be a string, got {value!r}")
-        return value
-    if kind.startswith("tuple"):
-        return tuple(number_list(name, value))
-    return value
-
-
-def number_list(name: str, value) -> list[float]:
-    """A list of finite numbers, or :class:`ConfigError` naming the parameter."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        raise ConfigError(f"parameter '{name}' must be a list of numbers, got {value!r}")
-    try:
-        arr = [float(v) for v in value]
-    except (TypeError, ValueError):
-        raise ConfigError(f"parameter '{name}' must be a list of numbers, got {value!r}") from None
-    if not all(math.isfinite(v) for v in arr):
-        raise ConfigError(f"parameter '{name}' has a non-finite value")
-    return arr
 
 
 def vector(x, n: int, name: str) -> np.ndarray:

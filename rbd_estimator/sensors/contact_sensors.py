@@ -10,18 +10,14 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import ConfigError
-from .base import ARRAY_MESSAGE, Sensor, register
+from ..schema import parameter
+from .base import ARRAY_MESSAGE, Sensor, register, timeout_parameter
 
 _FZ, _NX, _NY = 5, 0, 1           # Featherstone indices of fz, nx, ny in [n; f]
 
 
 class _ContactSensor(Sensor):
     """A sensor under the contact ``contact`` (a field of every subclass)."""
-
-    def check(self) -> None:
-        if not self.contact:
-            raise ConfigError(f"parameter '{self.prefix}contact' is required (the contact it measures)")
-        super().check()
 
     def on_contact(self, w) -> tuple:
         """``(ContactConfig, column of h_c, B_c)`` of the sensor's contact."""
@@ -41,10 +37,11 @@ class _ForceComponents(_ContactSensor):
     """A sensor of some components of its contact's force, each with standard deviation
     ``stddev`` (N): ``COMPONENTS`` (Featherstone indices in ``[n; f]``) named ``AXES``; a
     ``std_msgs/Float64MultiArray`` with one element per component."""
-    contact: str = ""
-    topic: str = ""
-    stddev: float = 2.0
-    timeout: float = 0.05
+    contact: str = parameter("the contact whose force it measures (a name in `contacts`)", "", required=True)
+    topic: str = parameter("input topic of the node (std_msgs/Float64MultiArray, one element per measured "
+                           "component); empty: `<group>/<name>`, relative to the node's namespace", "")
+    stddev: float = parameter("standard deviation of each measured component (N)", 2.0, gt=0.0)
+    timeout: float = timeout_parameter()
 
     COMPONENTS: ClassVar[tuple] = ()
     AXES: ClassVar[tuple] = ()
@@ -76,14 +73,18 @@ class LoadCells(_ContactSensor):
     """N single-axis load cells under a contact frame, measuring force along the frame's z axis at
     ``positions_x``/``positions_y`` (m, in the contact frame): they give ``fz, tx, ty`` (Nori eq. 18).
     Slice: the N cell forces (N), ``std_msgs/Float64MultiArray``."""
-    contact: str = ""
-    positions_x: tuple = ()
-    positions_y: tuple = ()
-    topic: str = ""
-    stddev: float = 1.0
-    timeout: float = 0.05
+    contact: str = parameter("the contact they measure (a name in `contacts`)", "", required=True)
+    positions_x: tuple = parameter("cell x positions in the contact frame (m); at least three cells, not collinear",
+                                   (), required=True)
+    positions_y: tuple = parameter("cell y positions in the contact frame (m), as many as `positions_x`", (),
+                                   required=True)
+    topic: str = parameter("input topic of the node (std_msgs/Float64MultiArray, one force per cell in "
+                           "`positions_x` order); empty: `load_cells/<name>`, relative to the node's namespace", "")
+    stddev: float = parameter("standard deviation of each cell's force (N)", 1.0, gt=0.0)
+    timeout: float = timeout_parameter()
 
     LIST: ClassVar[str] = "load_cells"
+    LIST_DESCRIPTION: ClassVar[str] = "groups of single-axis load cells under a contact"
     GROUP: ClassVar[str] = "load_cell"
     KEYWORD: ClassVar[str] = "load_cells"
     DECODER: ClassVar[str] = ARRAY_MESSAGE
@@ -94,7 +95,7 @@ class LoadCells(_ContactSensor):
         return np.column_stack([self.positions_x, self.positions_y]).astype(float).reshape(-1, 2)
 
     def check(self) -> None:
-        if not self.positions_x or len(self.positions_x) != len(self.positions_y):
+        if len(self.positions_x) != len(self.positions_y):
             raise ConfigError(f"parameters 'load_cell.{self.name}.positions_x' and '.positions_y' must be two lists "
                               f"of the same, non-zero length (metres, in the contact frame)")
         super().check()
@@ -143,6 +144,8 @@ class FootForce(_ForceComponents):
     force-torque sensor compensated for the foot below it. Slice: ``[fz]``,
     ``std_msgs/Float64MultiArray`` with one element."""
     LIST: ClassVar[str] = "foot_force_sensors"
+    LIST_DESCRIPTION: ClassVar[str] = ("sensors of a contact's whole normal force `fz` (a Unitree foot sensor, or the "
+                                       "logged `fz` of a foot's force-torque sensor compensated for the foot)")
     GROUP: ClassVar[str] = "foot_force"
     KEYWORD: ClassVar[str] = "foot_forces"
     COMPONENTS: ClassVar[tuple] = (_FZ,)
@@ -157,6 +160,7 @@ class ContactForce(_ForceComponents):
     ``std_msgs/Float64MultiArray`` with three elements. The contact must have free tangential
     forces (``full_wrench`` or ``point_force``)."""
     LIST: ClassVar[str] = "contact_force_sensors"
+    LIST_DESCRIPTION: ClassVar[str] = "3-axis force sensors at a `full_wrench` or `point_force` contact (`fx, fy, fz`)"
     GROUP: ClassVar[str] = "contact_force"
     KEYWORD: ClassVar[str] = "contact_forces"
     COMPONENTS: ClassVar[tuple] = (3, 4, 5)

@@ -8,7 +8,8 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import ConfigError, ModelError
-from .base import AXIS, WRENCH_MESSAGE, Sensor, featherstone_to_boundary, register
+from ..schema import parameter
+from .base import AXIS, WRENCH_MESSAGE, Sensor, featherstone_to_boundary, register, timeout_parameter
 
 FT_FRAMES = ("child", "parent", "sensor")
 FT_DIRECTIONS = ("child_to_parent", "parent_to_child")
@@ -36,25 +37,22 @@ class ForceTorque(WrenchReading):
     ``joint`` declares a sensor the URDF does not describe (on a fixed joint), with ``frame`` and
     ``measure_direction`` following the SDF ``force_torque`` element. Its slice is
     ``[fx, fy, fz, tx, ty, tz]`` (N, N·m) in the sensor's frame and measure direction."""
-    topic: str = ""
-    joint: str = ""
-    frame: str = ""
-    measure_direction: str = ""
-    force_stddev: float = 1.0
-    torque_stddev: float = 0.05
-    timeout: float = 0.05
+    topic: str = parameter("input topic of the node (geometry_msgs/WrenchStamped in the sensor's frame and measure "
+                           "direction); empty: `ft/<name>`, relative to the node's namespace", "")
+    joint: str = parameter("declares a sensor the URDF lacks, on this fixed joint (kept in the model); empty: the "
+                           "URDF's sensor named (or aliased) `<name>`", "")
+    frame: str = parameter("SDF convention: the frame the wrench is expressed in; empty: the URDF's, else `child`", "",
+                           choices=("",) + FT_FRAMES)
+    measure_direction: str = parameter("SDF convention: which body's wrench on the other it measures; empty: the "
+                                       "URDF's, else `child_to_parent`", "", choices=("",) + FT_DIRECTIONS)
+    force_stddev: float = parameter("standard deviation of each force axis (N)", 1.0, gt=0.0)
+    torque_stddev: float = parameter("standard deviation of each torque axis (N·m)", 0.05, gt=0.0)
+    timeout: float = timeout_parameter()
 
     LIST: ClassVar[str] = "ft_sensors"
+    LIST_DESCRIPTION: ClassVar[str] = "six-axis force-torque sensors: URDF sensor names, gazebo names or joints"
     GROUP: ClassVar[str] = "ft"
     KEYWORD: ClassVar[str] = "ft"
-
-    def check(self) -> None:
-        if self.frame and self.frame not in FT_FRAMES:
-            raise ConfigError(f"parameter 'ft.{self.name}.frame': '{self.frame}' is not one of {FT_FRAMES}")
-        if self.measure_direction and self.measure_direction not in FT_DIRECTIONS:
-            raise ConfigError(f"parameter 'ft.{self.name}.measure_direction': '{self.measure_direction}' "
-                              f"is not one of {FT_DIRECTIONS}")
-        super().check()
 
     def bind(self, model):
         """The model's :class:`~rbd_estimator.model.robot_model.FTSensor`: from the URDF, or

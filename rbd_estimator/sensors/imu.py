@@ -8,7 +8,8 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import ConfigError, ModelError
-from .base import IMU_MESSAGE, Sensor, register, vector
+from ..schema import parameter
+from .base import IMU_MESSAGE, Sensor, register, timeout_parameter, vector
 
 #: the IMU's slice of ``y``: orientation [x, y, z, w], ω (rad/s), specific force (m/s²), then ω̇ (rad/s²)
 #: when ``use_angular_acceleration``
@@ -24,12 +25,17 @@ class Imu(Sensor):
     ``use_angular_acceleration`` adds the angular-acceleration rows (the node derives ω̇ from the
     gyro with the same filter as the joint accelerations)."""
     name: str = "imu"
-    frame: str = ""
-    topic: str = "imu"
-    use_angular_acceleration: bool = False
-    linear_acceleration_stddev: float = 0.05
-    angular_acceleration_stddev: float = 0.5
-    timeout: float = 0.05
+    frame: str = parameter("link, frame or URDF `<sensor type=\"imu\">` the IMU is rigidly attached to", "",
+                           required=True)
+    topic: str = parameter("input topic of the node (sensor_msgs/Imu), relative to the node's namespace unless it "
+                           "starts with `/`", "imu")
+    use_angular_acceleration: bool = parameter("add the angular-acceleration rows (the node derives ω̇ from the gyro "
+                                               "with the joint accelerations' filter)", False)
+    linear_acceleration_stddev: float = parameter("standard deviation of each linear-acceleration axis (m/s²)", 0.05,
+                                                  gt=0.0)
+    angular_acceleration_stddev: float = parameter("standard deviation of each angular-acceleration axis (rad/s²)",
+                                                   0.5, gt=0.0)
+    timeout: float = timeout_parameter()
 
     LIST: ClassVar[str] = "imu"
     GROUP: ClassVar[str] = "imu"
@@ -38,11 +44,6 @@ class Imu(Sensor):
     MESSAGE: ClassVar[str] = "sensor_msgs/msg/Imu"
     DECODER: ClassVar[str] = IMU_MESSAGE
     BASE_MOTION: ClassVar[bool] = True
-
-    def check(self) -> None:
-        if not self.frame:
-            raise ConfigError("parameter 'imu.frame' is required when an IMU is configured")
-        super().check()
 
     @property
     def size(self) -> int:

@@ -7,6 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import ConfigError
+from ..schema import parameter
 from .base import JOINT_EFFORT, Sensor, register
 
 
@@ -16,9 +17,11 @@ class JointTorque(Sensor):
     """The torque (N·m, or N for a prismatic joint) of the actuated joint ``name``, read from the
     ``effort`` of a ``sensor_msgs/JointState``. Listed in ``joint_torque_sensors``; the standard
     deviation is ``joint_torque.<joint>.stddev``, by default the top-level ``joint_torque_stddev``."""
-    stddev: float = 0.1
+    stddev: float = parameter("standard deviation (N·m, N for a prismatic joint); when not given: "
+                              "`joint_torque_stddev`", 0.1, gt=0.0)
 
     LIST: ClassVar[str] = "joint_torque_sensors"
+    LIST_DESCRIPTION: ClassVar[str] = "actuated joints with a torque sensor (the `effort` of `joint_torque_topic`)"
     GROUP: ClassVar[str] = "joint_torque"
     KEYWORD: ClassVar[str] = "joint_torques"
     MESSAGE: ClassVar[str] = "sensor_msgs/msg/JointState"
