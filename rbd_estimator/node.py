@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import warnings
+from functools import partial
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
@@ -55,6 +56,8 @@ from .runtime.session import ERROR, OK, WARN, Session, advice
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 OUTPUT_QOS = QoSProfile(depth=10)
+#: after a reconfiguration, the planning thread rests this many times as long as each fallback plan took
+PACE = 3.0
 
 
 class EstimatorNode(LifecycleNodeMixin, Node):
@@ -292,13 +295,12 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         with self._ticks.lock:                 # between two ticks
             s.swap(pending)
         self._sync_publishers(s.outputs())
-        if active:
-            with self._ticks.lock:
-                self._ticks.subscribe(s.inputs_needed())
+        if active:                             # the spinner holds what its wait set uses
+            self._ticks.subscribe(s.inputs_needed())
         for level, text in s.coverage_lines():
             self._log(level, text)
         if settings.prepare_fallbacks:
-            self._worker.submit(pending.plans.prepare_single_losses)
+            self._worker.submit(partial(pending.plans.prepare_single_losses, PACE))  # paced: ticks go on
         return ""
 
     # ================================================================== offset calibration

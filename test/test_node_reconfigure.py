@@ -115,7 +115,7 @@ def test_three_sensor_set_changes_at_2khz_lose_nothing(ros):
         for t0, t1 in changes:
             near |= (sent >= t0) & (sent <= t1 + int(AFTER * 1e9))
         lost_near, lost_far = lost[near].sum(), lost[~near].sum()
-        if os.environ.get("RBD_DEBUG_RECONF"):
+        if os.environ.get("RBD_DEBUG_RECONF"):            # where the lost ones are, relative to each change
             for t0, t1 in changes:
                 w = (sent >= t0 - int(0.2e9)) & (sent <= t1 + int(0.3e9))
                 print("change", (t1 - t0) * 1e-6, "ms; lost at ms from call:",

@@ -219,6 +219,13 @@ class SensorInputs:
                 out[sensor.name] = (sensor.DECODER, sensor.topic or default_topic(sensor.GROUP, sensor.name))
         return out
 
+    def take_over(self, old: "SensorInputs") -> None:
+        """Continue from ``old`` (the input state of the set in use, same joints): its latest
+        samples, counters and filter states, as :meth:`configure` keeps them (a reconfiguration
+        whose new state was built off the tick thread)."""
+        self._js_layout, self._jt_layout = old._js_layout, old._jt_layout
+        self._carry_over(old.I, old.F, old.slots)
+
     def _build(self, entries, config, settings) -> None:
         nj = len(self.joint_names)
         n_ft = sum(1 for e in entries if e[1] == WRENCH_MESSAGE)         # every wrench-message sensor

@@ -8,8 +8,11 @@ recorded as *unavailable* with the planner's reason. No ROS import.
 """
 from __future__ import annotations
 
+import contextlib
 import queue
+import sys
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -17,6 +20,29 @@ import numpy as np
 from ..errors import ConfigError, IllPosedError, ModelError, ModelWarning
 from ..estimation import Estimator
 from ..estimation.loops import estimator_for
+
+
+_GIL = threading.Lock()
+_GIL_USERS = [0, 0.0]          # planning threads inside gil_yielding, the switch interval to restore
+
+
+@contextlib.contextmanager
+def gil_yielding(interval: float = 1e-4):
+    """Planning beside a running tick: the interpreter's switch interval lowered to ``interval`` (s)
+    meanwhile, so the tick thread waits at most that long for the GIL each time it wakes for a
+    message (with 0.5 ms and a planning thread holding the GIL, a 2 kHz tick falls behind)."""
+    with _GIL:
+        if _GIL_USERS[0] == 0:
+            _GIL_USERS[1] = sys.getswitchinterval()
+            sys.setswitchinterval(min(interval, _GIL_USERS[1]))
+        _GIL_USERS[0] += 1
+    try:
+        yield
+    finally:
+        with _GIL:
+            _GIL_USERS[0] -= 1
+            if _GIL_USERS[0] == 0:
+                sys.setswitchinterval(_GIL_USERS[1])
 
 
 class Plan:
@@ -100,7 +126,7 @@ class PlanSet:
             return
         cfg = without(self.config, missing)
         try:
-            with warnings.catch_warnings():      # the model's warnings were reported with the main plan
+            with warnings.catch_warnings(), gil_yielding():   # the model's warnings were reported already
                 warnings.simplefilter("ignore", ModelWarning)
                 est = estimator_for(self.xml, cfg)
         except (ModelError, ConfigError, IllPosedError) as exc:
@@ -117,11 +143,20 @@ class PlanSet:
         the plan without ``missing``."""
         self._plans[missing] = Plan(estimator, missing)
 
-    def prepare_single_losses(self) -> None:
+    def estimators(self) -> list:
+        """The estimators planned in this set (the main one and the prepared losses)."""
+        return [p.estimator for p in list(self._plans.values())]
+
+    def prepare_single_losses(self, pace: float = 0.0) -> None:
+        """Plan the loss of each single sensor not planned yet; ``pace``: after each plan, rest
+        ``pace`` times as long as it took (the tick thread catches up between plans)."""
         for name in self.config.sensor_names:
             if self.closed:
                 return
-            self.prepare(frozenset((name,)))
+            t0 = time.monotonic()
+            if not self.known(frozenset((name,))):
+                self.prepare(frozenset((name,)))
+                time.sleep(pace * (time.monotonic() - t0))
         self.single_losses_done = True
 
     def close(self) -> None:
@@ -189,4 +224,4 @@ class PlanWorker:
         self._thread = None
 
 
-__all__ = ["Plan", "PlanSet", "PlanWorker", "without"]
+__all__ = ["Plan", "PlanSet", "PlanWorker", "gil_yielding", "without"]

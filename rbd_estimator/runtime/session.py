@@ -25,6 +25,7 @@ Times are nanoseconds on the receiving clock (``now``) or header stamps (``stamp
 """
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from dataclasses import dataclass
@@ -37,11 +38,13 @@ from .contact_state import ContactState
 from .input_core import CDR_ERROR
 from .inputs import SensorInputs
 from .params import NodeSettings
-from .plans import PlanSet
+from .plans import PlanSet, gil_yielding, without
 from .stats import RollingStats
 from .tick import TickCore
 from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
 
+#: estimators kept for later sensor sets (:meth:`Session.prepare`)
+LIBRARY = 64
 #: diagnostic levels (``diagnostic_msgs/DiagnosticStatus``: OK 0, WARN 1, ERROR 2)
 OK, WARN, ERROR = 0, 1, 2
 #: the ROS type of each input slot's decoder
@@ -70,12 +73,23 @@ class Output:
 
 @dataclass(frozen=True)
 class Pending:
-    """A sensor set planned beside the one in use (:meth:`Session.prepare`), for :meth:`Session.swap`."""
+    """A sensor set planned beside the one in use (:meth:`Session.prepare`), for :meth:`Session.swap`:
+    its plans, input state, contact state and output encoders, all built off the tick thread."""
     config: object
     settings: NodeSettings
     plans: PlanSet
     oracle: object
     oracle_error: str
+    inputs: SensorInputs
+    contacts: ContactState
+    encoders: tuple
+
+
+def encoders_for(estimator, contacts: ContactState) -> tuple:
+    """``(joint torques, [contact wrenches], contact state or None)`` encoders of a set's outputs."""
+    return (cdr.JointTorquesEncoder(estimator.joint_names),
+            [cdr.WrenchStampedEncoder(f) for f in estimator.contact_frames],
+            cdr.ContactStateEncoder(contacts.names) if contacts.switchable else None)
 
 
 def advice(exc: BaseException) -> str:
@@ -148,23 +162,22 @@ class Session:
         self.collector = None                # an offset calibration collecting samples
         self.stale_timer_ticks = 0
         self.swaps = 0
+        self._library: dict = {}            # problem_key(config) → an estimator planned before
         self._throttle: dict = {}
-        self._adopt(config, settings, self.plans)
+        contacts = ContactState(est, settings.contact_command_timeout)
+        self._adopt(config, settings, self.plans, contacts, encoders_for(est, contacts))
         self.reset()
 
     # ------------------------------------------------------------------ configuration
-    def _adopt(self, config, settings, plans) -> None:
+    def _adopt(self, config, settings, plans, contacts, encoders) -> None:
         est = plans.main.estimator
-        self.config, self.settings, self.plans = config, settings, plans
+        self.config, self.settings, self.plans, self.contacts = config, settings, plans, contacts
         self.joint_names, self.contact_names = est.joint_names, est.contact_names
-        self.contacts = ContactState(est, settings.contact_command_timeout)
         self.tick_on_js = settings.tick == "joint_states"
         self.jt_from_js = bool(config.joint_torque_sensors) and \
             settings.joint_torque_source() == settings.joint_states_topic
-        self.torque_encoder = cdr.JointTorquesEncoder(est.joint_names)
-        self.wrench_encoders = [cdr.WrenchStampedEncoder(f) for f in est.contact_frames]
+        self.torque_encoder, self.wrench_encoders, self.state_encoder = encoders
         self.wrench_topics = [f"~/contact_wrenches/{c}" for c in est.contact_names]
-        self.state_encoder = cdr.ContactStateEncoder(self.contacts.names) if self.contacts.switchable else None
 
     def reset(self) -> None:
         """Forget every sample (activate); the counters stay."""
@@ -224,26 +237,44 @@ class Session:
         return False
 
     def prepare(self, config, settings) -> Pending:
-        """Plan ``config`` beside the running plan (any thread but the tick's). A sensor added to
-        the set in use gets, until its first sample, the plan in use (so the estimate goes on while
-        it joins); raises ModelError / ConfigError / IllPosedError."""
-        plans = plan_set(self.xml, config, settings, quiet=True)
-        oracle, why = make_oracle(self.xml, config, plans.main.estimator, settings)
+        """Plan ``config`` beside the running plan (any thread but the tick's); raises ModelError /
+        ConfigError / IllPosedError. Every estimator planned so far for this robot description (the
+        sets in use before, their fallbacks) is reused where its sensor set comes back: dropping a
+        sensor takes its prepared fallback, restoring it takes the set it left. A sensor added to the
+        set in use gets, until its first sample, the plan in use (the estimate goes on while it joins)."""
+        self._remember(self.plans)
+        est = self._library.get(problem_key(config))
+        with gil_yielding():
+            plans = PlanSet(self.xml, config, est) if est is not None else plan_set(self.xml, config, settings, True)
+        for name in config.sensor_names:                      # the single losses already planned
+            known = self._library.get(problem_key(without(config, {name})))
+            if known is not None:
+                plans.adopt(frozenset((name,)), known)
         added = frozenset(config.sensor_names) - frozenset(self.config.sensor_names)
-        if added:
-            from .plans import without
-            if _problem(without(config, added)) == _problem(self.config):
-                plans.adopt(added, self.plans.main.estimator)
-        return Pending(config, settings, plans, oracle, why)
+        if added and problem_key(without(config, added)) == problem_key(self.config):
+            plans.adopt(added, self.plans.main.estimator)
+        est = plans.main.estimator
+        oracle, why = make_oracle(self.xml, config, est, settings)
+        contacts = ContactState(est, settings.contact_command_timeout)
+        inputs = SensorInputs.for_estimator(est, config, settings)
+        return Pending(config, settings, plans, oracle, why, inputs, contacts, encoders_for(est, contacts))
+
+    def _remember(self, plans: PlanSet) -> None:
+        """Keep the estimators of ``plans`` for later sets (at most :data:`LIBRARY` of them)."""
+        for est in plans.estimators():
+            self._library[problem_key(est.config)] = est
+        while len(self._library) > LIBRARY:
+            self._library.pop(next(iter(self._library)))
 
     def swap(self, pending: Pending) -> None:
         """Use the set ``pending`` from the next tick on: references, and the latest samples of the
         sensors that stay carried over (between two ticks: on the tick thread, or with it held)."""
         old = self.plans
         before = frozenset(self.config.sensor_names)
-        self._adopt(pending.config, pending.settings, pending.plans)
+        self._adopt(pending.config, pending.settings, pending.plans, pending.contacts, pending.encoders)
         self.oracle, self.oracle_error = pending.oracle, pending.oracle_error
-        self.inputs.configure(pending.config, pending.settings)
+        pending.inputs.take_over(self.inputs)
+        self.inputs = pending.inputs
         self.core.joining(frozenset(pending.config.sensor_names) - before, self.inputs)
         self.core.last_missing = self.core.last_subset = None
         self.swaps += 1
@@ -463,6 +494,11 @@ def _problem(config) -> dict:
     for k in config.node:
         flat.pop(k, None)
     return flat
+
+
+def problem_key(config) -> str:
+    """A hashable form of :func:`_problem`."""
+    return json.dumps(_problem(config), sort_keys=True, default=repr)
 
 
 __all__ = ["Input", "Output", "Pending", "Session", "make_oracle", "plan_set", "OK", "WARN", "ERROR"]
