@@ -1,31 +1,18 @@
 """The ``rbd_estimator`` lifecycle node: rclpy wiring around one :class:`~rbd_estimator.runtime.session.Session`.
 
-Lifecycle (``ros2 lifecycle set`` or a launch file):
-
-* **configure** reads ``robot_description`` (parameter, or when empty the transient-local topic
-  ``robot_description_topic`` within ``robot_description_timeout``), parses the parameters, plans
-  the estimator into a new session, builds the pinocchio cross-check and creates the output
-  publishers and ``/diagnostics``; the plans for losing any one sensor are then prepared by a
-  planning thread. A failure returns FAILURE with one log line saying what to change, and leaves
-  nothing built.
-* **activate** subscribes to the session's inputs (and starts the tick timer with ``tick: timer``);
-  **deactivate** unsubscribes; **cleanup** releases everything; **shutdown** from any state.
-
-Threads: the subscriptions and the tick timer belong to a helper node (``_<name>_io``, hidden)
-spun by :class:`~rbd_estimator.ros.fast_spin.WaitSetSpinner` in the *tick thread* (≈20 µs per
-message instead of ≈160 µs through an executor). The helper ignores the process's remapping
-arguments: its topic names are resolved by this node (so ``-r __node:=…`` renames this node only,
-and topic remaps apply once). Lifecycle and parameter services, ``/diagnostics`` and the log lines
-the session queues belong to this node, spun by the caller's executor. A new sensor set is
-validated and planned in the set-parameters callback (an executor thread) while ticks go on, its
-subscriptions and publishers are created beside the running ones, and it is swapped in between two
-ticks; a sensor it adds is not reported missing before its first sample (the old set estimates meanwhile).
+*configure* reads the robot description and the parameters and plans a new session (outputs and
+``/diagnostics`` created; single-sensor fallbacks planned in the background); *activate* subscribes
+to the session's inputs on the tick thread (:mod:`rbd_estimator.ros.tick_thread`); *deactivate*
+unsubscribes; *cleanup* and *shutdown* release everything. A failure returns FAILURE with one log
+line saying what to change and leaves nothing built. Lifecycle, parameter and calibration services,
+``/diagnostics`` and the log lines the tick thread queues run in the caller's executor. A new sensor
+set is planned in the set-parameters callback while ticks go on and swapped in between two ticks
+(docs/node.md, "Reconfiguration without a gap").
 """
 from __future__ import annotations
 
 import collections
 import gc
-import json
 import sys
 import threading
 import time
@@ -35,18 +22,17 @@ from functools import partial
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
-from rcl_interfaces.srv import SetParameters as CalibrateFtOffsets
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNodeMixin, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 
 from .errors import ConfigError, ModelWarning
 from .jit import compile_timer
 from .ros import diagnostics as diag
 from .ros.blas import limit_blas_threads
+from .ros.calibration_service import CalibrationService
 from .ros.tick_thread import MESSAGES, TickThread
 from .ros.declare import DeclaredParameters
 from .runtime.params import NEEDS_CONFIGURE, change_refusal, parse_parameters
@@ -81,8 +67,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._configure_time = None
         # declares every parameter of the schema that applies (ros/declare.py), then validates changes
         self._declared = DeclaredParameters(self, self._on_set_parameters)
-        self.create_service(CalibrateFtOffsets, "~/calibrate_ft_offsets", self._on_calibrate,
-                            callback_group=MutuallyExclusiveCallbackGroup())
+        self._calibration = CalibrationService(self)
 
     # ================================================================== for tools and tests
     @property
@@ -114,6 +99,11 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     def input_topics(self) -> set:
         """Topics the node subscribes to right now (only while active)."""
         return self._ticks.topics
+
+    @property
+    def tick_lock(self):
+        """Held by the tick thread while it handles a message: hold it to act between two ticks."""
+        return self._ticks.lock
 
     @property
     def estimator(self):
@@ -302,44 +292,6 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         if settings.prepare_fallbacks:
             self._worker.submit(partial(pending.plans.prepare_single_losses, PACE))  # paced: ticks go on
         return ""
-
-    # ================================================================== offset calibration
-    def _on_calibrate(self, request, response):
-        """``~/calibrate_ft_offsets`` (see :mod:`rbd_estimator.runtime.calibration`): collect samples at the
-        next ticks, fit the offsets, store them in the ``ft_offsets.<sensor>`` parameters."""
-        try:
-            ok, text = self._calibrate({p.name: Parameter.from_parameter_msg(p).value for p in request.parameters})
-        except Exception as exc:  # noqa: BLE001 - an answer, never an exception into rclpy
-            ok, text = False, f"unexpected {type(exc).__name__}: {exc}"
-        if not ok:
-            self.get_logger().warning(f"calibrate_ft_offsets refused: {text}")
-        response.results = [SetParametersResult(successful=ok, reason=text)]
-        return response
-
-    def _calibrate(self, values: dict):
-        with self._ticks.lock:
-            if self._state != "active":
-                return False, f"the node is {self._state}: calibrate while it is active (receiving sensor data)"
-            col, args = self.session.start_calibration(values)
-        if col is None:
-            return False, args
-        try:
-            col.done.wait(args["timeout"])
-        finally:
-            with self._ticks.lock:
-                self.session.collector = None
-        ok, text, result = self.session.finish_calibration(col, args)
-        if not ok:
-            return False, text
-        applied = [r.name for r in result.sensors if r.ok]
-        if applied:
-            res = self.set_parameters_atomically(
-                [Parameter(f"ft_offsets.{n}", value=[float(x) for x in result[n].offset]) for n in applied])
-            if not res.successful:
-                return False, f"offsets computed but not stored: {res.reason}"
-        self.get_logger().info(f"force-torque offsets calibrated; stored for {', '.join(applied) or 'no sensor'}:\n"
-                               f"{result.summary()}")
-        return True, json.dumps(dict(result.to_dict(), applied=applied))
 
     # ================================================================== diagnostics
     def _publish_diagnostics(self) -> None:

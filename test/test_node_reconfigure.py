@@ -45,14 +45,19 @@ def _tolerant_overrides() -> dict:
     return {"ft": ft, "imu": imu, "oracle_every_n": 0, "diagnostics_period": 0.5}
 
 
-def _set(client: Client, fqn: str, values: dict) -> tuple:
+def _set(cli, values: dict) -> tuple:
     """Set (or delete: None) parameters atomically, as a user drops or restores a sensor (its list
-    entry and its parameters together)."""
+    entry and its parameters together), through the service client ``cli`` made before the run (a
+    client made per call stalls this process, and with it the publisher, for milliseconds)."""
     req = SetParametersAtomically.Request()
     req.parameters = [Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
     t0 = time.time_ns()
-    res = client.call(SetParametersAtomically, f"{fqn}/set_parameters_atomically", req, timeout=60.0)
-    return t0, time.time_ns(), res.result
+    fut = cli.call_async(req)
+    end = time.monotonic() + 60.0
+    while not fut.done() and time.monotonic() < end:
+        time.sleep(0.002)
+    assert fut.done(), "no answer from set_parameters_atomically within 60 s"
+    return t0, time.time_ns(), fut.result().result
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +90,8 @@ def test_three_sensor_set_changes_at_2khz_lose_nothing(ros):
         while time.monotonic() < end and "fallback/r_arm_ft_sensor" not in client.diagnostics:
             time.sleep(0.05)
         assert "fallback/r_arm_ft_sensor" in client.diagnostics, proc.log_tail()
+        cli = client.node.create_client(SetParametersAtomically, f"{fqn}/set_parameters_atomically")
+        assert cli.wait_for_service(timeout_sec=30.0)
         result = {}
         pub = threading.Thread(target=lambda: result.update(out=publish_loop(client, base, RATE)), daemon=True)
         pub.start()
@@ -99,7 +106,7 @@ def test_three_sensor_set_changes_at_2khz_lose_nothing(ros):
         for k, values in enumerate([drop("l_arm_ft_sensor"), {"ft_sensors": ft_all, **params["l_arm_ft_sensor"]},
                                     drop("r_arm_ft_sensor")]):
             time.sleep(SECONDS / 4 - (0.2 if k == 0 else 0.0))
-            t0, t1, res = _set(client, fqn, values)
+            t0, t1, res = _set(cli, values)
             assert res.successful, res.reason
             changes.append((t0, t1))
         pub.join(SECONDS * 10)
