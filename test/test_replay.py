@@ -197,6 +197,9 @@ def test_replay_equals_the_live_node_on_the_same_messages(replayed):
     try:
         node.trigger_configure()
         assert node.lifecycle_state == "inactive", node.last_error
+        # one runtime: every message goes through a Session's handlers in both (issue 19)
+        from rbd_estimator.runtime.session import Session
+        assert type(node.session) is Session and type(rep.session) is Session
         node.trigger_activate()
         assert node.lifecycle_state == "active"
         qos = QoSProfile(depth=50, reliability=QoSReliabilityPolicy.RELIABLE)
