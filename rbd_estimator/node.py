@@ -42,8 +42,9 @@ from .runtime.session import ERROR, OK, WARN, Session, advice
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 OUTPUT_QOS = QoSProfile(depth=10)
-#: after a reconfiguration, the planning thread rests this many times as long as each fallback plan took
-PACE = 3.0
+#: after a reconfiguration, the new set's fallbacks are planned from DELAY seconds on, the planning
+#: thread resting PACE times as long as each plan took (the swap and its fallbacks never pile up)
+PACE, DELAY = 3.0, 0.5
 
 
 class EstimatorNode(LifecycleNodeMixin, Node):
@@ -290,7 +291,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         for level, text in s.coverage_lines():
             self._log(level, text)
         if settings.prepare_fallbacks:
-            self._worker.submit(partial(pending.plans.prepare_single_losses, PACE))  # paced: ticks go on
+            self._worker.submit(partial(pending.plans.prepare_single_losses, PACE, DELAY))   # paced: ticks go on
         return ""
 
     # ================================================================== diagnostics

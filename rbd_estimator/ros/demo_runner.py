@@ -301,6 +301,42 @@ def _publish_steps(client, rec, period, order, js_frame, imu_frame, ft_frames, s
     return stamps, sent, late
 
 
+def publish_process(namespace: str, xml: str, params_file: str, rate: float, seconds: float, out_path: str) -> int:
+    """``python -m rbd_estimator.ros.demo_runner NS XML PARAMS RATE SECONDS OUT``: publish the demo's
+    simulated humanoid (cycled) at ``rate`` for ``seconds`` from a process of its own (so that the
+    process that measures cannot delay it), after ``go`` on stdin; stamps and send times to ``OUT`` (npz)."""
+    from types import SimpleNamespace
+
+    from .. import SensorConfig
+    from ..demo import simulate
+    rclpy.init()
+    try:
+        config = SensorConfig.from_yaml(params_file)
+        base = simulate(xml, config, 0.5, rate, noise=0.0, log=lambda s: None)
+        idx = np.arange(int(seconds * rate)) % len(base.q)
+        base.q, base.dq, base.ft, base.imu = base.q[idx], base.dq[idx], base.ft[idx], [base.imu[i] for i in idx]
+        if getattr(base, "active", None) is not None:
+            base.active = base.active[idx]
+        node = Node("rbd_demo_publisher", namespace=namespace)
+        qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
+        pubs = SimpleNamespace(js=node.create_publisher(JointState, "joint_states", qos),
+                               imu=node.create_publisher(Imu, "imu", qos),
+                               ft=[node.create_publisher(WrenchStamped, f"ft/{n}", qos) for n in base.ft_names],
+                               contact_command=node.create_publisher(JointState, "contact_command", qos))
+        end = time.monotonic() + 30.0          # every input of the node matched (no sensor arrives late)
+        while time.monotonic() < end and not all(p.get_subscription_count() > 0 for p in [pubs.js, pubs.imu, *pubs.ft]):
+            time.sleep(0.02)
+        time.sleep(0.3)
+        print("ready", flush=True)
+        sys.stdin.readline()
+        stamps, sent, late = publish_loop(pubs, base, rate)
+        np.savez(out_path, stamps=stamps, sent=sent, late=late)
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+    return 0
+
+
 def run_node_and_publish(xml: str, params_file: str, rec, rate: float, overrides=None, out=print):
     """The demo's ROS part: returns ``(received, stamps, published, latency_stats)`` where
     ``received`` maps a stamp to ``(tau, wrenches)`` in the recording's joint and contact order."""
@@ -354,3 +390,8 @@ def run_node_and_publish(xml: str, params_file: str, rec, rate: float, overrides
             client.close()
         proc.stop()
         rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    sys.exit(publish_process(a[0], open(a[1], encoding="utf-8").read(), a[2], float(a[3]), float(a[4]), a[5]))

@@ -147,9 +147,11 @@ class PlanSet:
         """The estimators planned in this set (the main one and the prepared losses)."""
         return [p.estimator for p in list(self._plans.values())]
 
-    def prepare_single_losses(self, pace: float = 0.0) -> None:
-        """Plan the loss of each single sensor not planned yet; ``pace``: after each plan, rest
-        ``pace`` times as long as it took (the tick thread catches up between plans)."""
+    def prepare_single_losses(self, pace: float = 0.0, delay: float = 0.0) -> None:
+        """Plan the loss of each single sensor not planned yet, starting after ``delay`` seconds;
+        ``pace``: after each plan, rest ``pace`` times as long as it took (the tick thread catches up
+        between plans)."""
+        time.sleep(delay)
         for name in self.config.sensor_names:
             if self.closed:
                 return
