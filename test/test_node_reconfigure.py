@@ -74,7 +74,7 @@ def test_three_sensor_set_changes_at_2khz_lose_nothing(ros):
     from rbd_estimator.demo import simulate
     xml = open(HUMANOID, encoding="utf-8").read()
     config = SensorConfig.from_yaml(HUMANOID_YAML)
-    base = simulate(xml, config, 0.01, RATE, noise=0.0, log=lambda s: None)    # names only: published elsewhere
+    base = simulate(xml, config, 0.5, RATE, noise=0.0, log=lambda s: None)
     ns = f"/rbd_reconf_{os.getpid()}"
     proc = NodeProcess(xml, HUMANOID_YAML, ns, overrides=_tolerant_overrides())
     client = Client(ns, base.joint_names, base.ft_names, base.contact_names)
@@ -90,9 +90,14 @@ def test_three_sensor_set_changes_at_2khz_lose_nothing(ros):
         cli = client.node.create_client(SetParametersAtomically, f"{fqn}/set_parameters_atomically")
         assert cli.wait_for_service(timeout_sec=30.0)
         out_npz = proc.params_path.replace(".yaml", "_published.npz")
+        rec_npz = proc.params_path.replace(".yaml", "_recording.npz")
+        np.savez(rec_npz, joint_names=np.array(base.joint_names), ft_names=np.array(base.ft_names), q=base.q,
+                 dq=base.dq, ft=base.ft, imu_orientation=np.array([i[0] for i in base.imu]),
+                 imu_angular_velocity=np.array([i[1] for i in base.imu]),
+                 imu_linear_acceleration=np.array([i[2] for i in base.imu]))
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        publisher = subprocess.Popen([sys.executable, "-m", "rbd_estimator.ros.demo_runner", ns, HUMANOID,
-                                      HUMANOID_YAML, str(RATE), str(SECONDS), out_npz],
+        publisher = subprocess.Popen([sys.executable, "-m", "rbd_estimator.ros.demo_runner", ns, rec_npz,
+                                      str(RATE), str(SECONDS), out_npz],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert publisher.stdout.readline().strip() == "ready"
         publisher.stdin.write("go\n")            # ready: the node's subscriptions matched its publishers
@@ -115,6 +120,7 @@ def test_three_sensor_set_changes_at_2khz_lose_nothing(ros):
         with np.load(out_npz) as published:
             stamps, sent = published["stamps"], published["sent"]
         os.unlink(out_npz)
+        os.unlink(rec_npz)
         time.sleep(0.5)
         log = open(proc.log_path, encoding="utf-8", errors="replace").read()
         assert log.count("reconfigured: the new sensor set is in use") == 3, proc.log_tail(40)

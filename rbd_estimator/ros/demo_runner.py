@@ -301,22 +301,22 @@ def _publish_steps(client, rec, period, order, js_frame, imu_frame, ft_frames, s
     return stamps, sent, late
 
 
-def publish_process(namespace: str, xml: str, params_file: str, rate: float, seconds: float, out_path: str) -> int:
-    """``python -m rbd_estimator.ros.demo_runner NS XML PARAMS RATE SECONDS OUT``: publish the demo's
-    simulated humanoid (cycled) at ``rate`` for ``seconds`` from a process of its own (so that the
-    process that measures cannot delay it), after ``go`` on stdin; stamps and send times to ``OUT`` (npz)."""
+def publish_process(namespace: str, recording: str, rate: float, seconds: float, out_path: str) -> int:
+    """``python -m rbd_estimator.ros.demo_runner NS RECORDING RATE SECONDS OUT``: publish a recording
+    (npz: ``joint_names``, ``ft_names``, ``q``, ``dq``, ``ft``, ``imu_orientation``,
+    ``imu_angular_velocity``, ``imu_linear_acceleration``), cycled, at ``rate`` for ``seconds`` from a
+    process of its own (so that the process that measures cannot delay it), after ``go`` on stdin;
+    stamps and send times to ``OUT`` (npz)."""
     from types import SimpleNamespace
-
-    from .. import SensorConfig
-    from ..demo import simulate
     rclpy.init()
     try:
-        config = SensorConfig.from_yaml(params_file)
-        base = simulate(xml, config, 0.5, rate, noise=0.0, log=lambda s: None)
-        idx = np.arange(int(seconds * rate)) % len(base.q)
-        base.q, base.dq, base.ft, base.imu = base.q[idx], base.dq[idx], base.ft[idx], [base.imu[i] for i in idx]
-        if getattr(base, "active", None) is not None:
-            base.active = base.active[idx]
+        with np.load(recording) as r:
+            idx = np.arange(int(seconds * rate)) % len(r["q"])
+            base = SimpleNamespace(joint_names=[str(n) for n in r["joint_names"]],
+                                   ft_names=[str(n) for n in r["ft_names"]], q=r["q"][idx], dq=r["dq"][idx],
+                                   ft=r["ft"][idx], active=None,
+                                   imu=list(zip(r["imu_orientation"][idx], r["imu_angular_velocity"][idx],
+                                                r["imu_linear_acceleration"][idx])))
         node = Node("rbd_demo_publisher", namespace=namespace)
         qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
         pubs = SimpleNamespace(js=node.create_publisher(JointState, "joint_states", qos),
@@ -394,4 +394,4 @@ def run_node_and_publish(xml: str, params_file: str, rec, rate: float, overrides
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    sys.exit(publish_process(a[0], open(a[1], encoding="utf-8").read(), a[2], float(a[3]), float(a[4]), a[5]))
+    sys.exit(publish_process(a[0], a[1], float(a[2]), float(a[3]), a[4]))
