@@ -10,7 +10,7 @@ an IMU sample, the six force-torque readings and a joint state per period (0.5 s
 simulated humanoid, noise-free, repeated; stamps increasing). It reports
 
 * ticks missed: joint states published that got no ``~/joint_torques`` message (the node drops
-  what it cannot process: its inputs are best-effort, queue depth 10);
+  what it cannot process: its inputs are best-effort, queue depth 32);
 * input-to-output latency: from just before the joint state is published to the arrival of the
   estimate with its stamp here (median, p99, max);
 * the node's own tick latency (callback entry to publish) from its ``/diagnostics``.
