@@ -63,6 +63,18 @@ def _set(cli, values: dict) -> tuple:
     return t0, time.time_ns(), fut.result().result
 
 
+def _stop(client: Client, proc: NodeProcess) -> None:
+    """Take the node through deactivate, cleanup and shutdown (whatever state a failed test left),
+    then stop the client and the process."""
+    for label in ("deactivate", "cleanup", "shutdown"):
+        try:
+            client.transition(label)
+        except Exception:  # noqa: BLE001 - teardown of a failed test
+            pass
+    client.close()
+    proc.stop()
+
+
 @pytest.fixture(scope="module")
 def ros():
     rclpy.init()
@@ -147,13 +159,7 @@ def test_three_sensor_set_changes_at_2khz_lose_nothing(ros):
               f"({lost_near} of {near.sum()} around the changes, {lost_far} of {(~near).sum()} elsewhere); "
               f"changes answered in {[round((b - a) * 1e-6, 1) for a, b in changes]} ms; sensors {names}")
     finally:
-        for label in ("deactivate", "cleanup", "shutdown"):
-            try:
-                client.transition(label)
-            except Exception:  # noqa: BLE001 - teardown of a failed test
-                pass
-        client.close()
-        proc.stop()
+        _stop(client, proc)
 
 
 def test_graph_after_launch_style_remapping(ros):
@@ -197,11 +203,5 @@ def test_graph_after_launch_style_remapping(ros):
         assert pubs == want_pubs, pubs
         assert "already registered" not in open(proc.log_path, encoding="utf-8", errors="replace").read()
     finally:
-        for label in ("deactivate", "cleanup", "shutdown"):
-            try:
-                client.transition(label)
-            except Exception:  # noqa: BLE001 - teardown of a failed test
-                pass
         probe.destroy_node()
-        client.close()
-        proc.stop()
+        _stop(client, proc)
