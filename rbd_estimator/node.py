@@ -150,7 +150,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             s = self.session
             s.reset()
             self._ticks.subscribe(s.inputs_needed())
-            if s.settings.tick == "timer":
+            if not s.tick_on_js:
                 self._ticks.start_timer(1.0 / s.settings.rate_hz, s.on_timer)
             self._ticks.active, self._state = True, "active"
             gc.collect()
@@ -192,9 +192,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._ticks.stop()
         gc.unfreeze()
         self._sync_publishers([])
-        for t in (self._diag_timer,):
-            if t is not None:
-                self.destroy_timer(t)
+        if self._diag_timer is not None:
+            self.destroy_timer(self._diag_timer)
         if self._diag_pub is not None:
             self.destroy_publisher(self._diag_pub)
         self._diag_pub = self._diag_timer = None

@@ -107,7 +107,6 @@ class Replayer:
         self._next_timer = None
         self.collect = collect
         self.times, self.stamps, self.tau, self.wrenches = [], [], [], []
-        self._last_now = 0
 
     inputs = property(lambda self: self.session.inputs, doc="the session's input state")
     plans = property(lambda self: self.session.plans, doc="the session's plans")
@@ -134,24 +133,22 @@ class Replayer:
             self._tick_at(t)
 
     def _tick_at(self, t: int) -> None:
-        js = self.inputs.joint_states
-        before = self.core.outputs
-        self.session.on_timer(t)
-        if self.collect and self.core.outputs > before:
-            self._collect_last(t, js.stamp_ns)
-
-    def _collect_last(self, now: int, stamp: int) -> None:
-        r = self.core.last_result
-        self.times.append(now)
-        self.stamps.append(stamp)
-        self.tau.append(np.array(r.tau))
-        self.wrenches.append(np.array(r.contact_wrenches))
+        self._collecting(t, lambda: self.session.on_timer(t))
 
     def _tick(self, now: int, stamp: int) -> None:
+        self._collecting(now, lambda: self.session.tick(now, stamp))
+
+    def _collecting(self, now: int, call):
+        """``call()`` (a handler or a tick at ``now``), keeping the estimate it made (``collect``)."""
         before = self.core.outputs
-        self.session.tick(now, stamp)
+        out = call()
         if self.collect and self.core.outputs > before:
-            self._collect_last(now, stamp)
+            r = self.core.last_result
+            self.times.append(now)
+            self.stamps.append(self.inputs.joint_states.stamp_ns)
+            self.tau.append(np.array(r.tau))
+            self.wrenches.append(np.array(r.contact_wrenches))
+        return out
 
     def feed(self, topic: str, raw, now: int) -> int:
         """One serialized message received at ``now`` (ns) on ``topic`` (resolved name); returns
@@ -160,13 +157,7 @@ class Replayer:
         if not self.tick_on_js:
             self._timer_until(now)
         h = self.handlers.get(topic)
-        if h is None:
-            return 0
-        before = self.core.outputs
-        code = h.handler(raw, now)
-        if self.collect and self.core.outputs > before:
-            self._collect_last(now, self.inputs.joint_states.stamp_ns)
-        return code
+        return 0 if h is None else self._collecting(now, lambda: h.handler(raw, now))
 
     # ------------------------------------------------------------------ batches (the fast path)
     def feed_batch(self, batch, topics, write_batch, write_one) -> dict:
@@ -305,15 +296,6 @@ class Replayer:
             self._timer_until(now + 1)
 
     # ------------------------------------------------------------------ results
-    def input_stats(self):
-        inp = self.inputs
-        received = {"joint_states": inp.joint_states.received}
-        rejected = {"joint_states": dict(inp.joint_states.rejected)}
-        for k, s in inp.slots.items():
-            received[k] = s.received
-            rejected[k] = dict(s.rejected)
-        return received, rejected
-
     def results(self) -> dict:
         """Collected estimates (``collect=True``): ``times`` (log time, ns), ``stamps`` (header stamps,
         ns), ``tau`` (ticks × joints), ``wrenches`` (ticks × contacts × 6)."""

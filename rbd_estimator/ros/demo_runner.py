@@ -33,7 +33,9 @@ from sensor_msgs.msg import Imu, JointState
 
 from .fast_spin import WaitSetSpinner
 
-_STAMP = struct.Struct("<iI")      # builtin_interfaces/Time right after the 4-byte CDR header
+_STAMP = struct.Struct("<iI")
+#: the client's inputs and output subscriptions: reliable, deep enough for a burst
+CLIENT_QOS = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)      # builtin_interfaces/Time right after the 4-byte CDR header
 
 
 class NodeProcess:
@@ -85,17 +87,36 @@ class NodeProcess:
             return "".join(fh.readlines()[-n:])
 
 
-class Client:
+class InputPublishers:
+    """The node's inputs published from ``node`` (relative topics: its namespace): joint states,
+    IMU, one wrench per force-torque sensor, contact commands (what :func:`publish_loop` uses)."""
+
+    def __init__(self, node: Node, ft_names):
+        qos = CLIENT_QOS
+        self.js = node.create_publisher(JointState, "joint_states", qos)
+        self.imu = node.create_publisher(Imu, "imu", qos)
+        self.ft = [node.create_publisher(WrenchStamped, f"ft/{n}", qos) for n in ft_names]
+        self.contact_command = node.create_publisher(JointState, "contact_command", qos)
+
+    def wait_matched(self, timeout=10.0) -> bool:
+        """Whether the node's subscriptions matched the joint-state, IMU and wrench publishers in time."""
+        end = time.monotonic() + timeout
+        pubs = [self.js, self.imu, *self.ft]
+        while time.monotonic() < end:
+            if all(p.get_subscription_count() > 0 for p in pubs):
+                return True
+            time.sleep(0.02)
+        return False
+
+
+class Client(InputPublishers):
     """A client node: lifecycle service calls, sensor publishers and output recorders."""
 
     def __init__(self, namespace: str, joint_names, ft_names, contact_names, node_name="rbd_estimator"):
         self.node = Node("rbd_demo_client", namespace=namespace)
         self.fqn = f"{namespace}/{node_name}"
-        qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
-        self.js = self.node.create_publisher(JointState, "joint_states", qos)
-        self.imu = self.node.create_publisher(Imu, "imu", qos)
-        self.ft = [self.node.create_publisher(WrenchStamped, f"ft/{n}", qos) for n in ft_names]
-        self.contact_command = self.node.create_publisher(JointState, "contact_command", qos)
+        super().__init__(self.node, ft_names)
+        qos = CLIENT_QOS
         self.contact_names = tuple(contact_names)
         self.joint_names = list(joint_names)
         self._tau_raw, self._wrench_raw, self.arrival = {}, {c: {} for c in contact_names}, {}
@@ -171,15 +192,6 @@ class Client:
 
     def state(self) -> str:
         return self.call(GetState, f"{self.fqn}/get_state", GetState.Request()).current_state.label
-
-    def wait_matched(self, timeout=10.0) -> bool:
-        end = time.monotonic() + timeout
-        pubs = [self.js, self.imu, *self.ft]
-        while time.monotonic() < end:
-            if all(p.get_subscription_count() > 0 for p in pubs):
-                return True
-            time.sleep(0.02)
-        return False
 
     def close(self):
         self._spinner.stop()
@@ -318,14 +330,8 @@ def publish_process(namespace: str, recording: str, rate: float, seconds: float,
                                    imu=list(zip(r["imu_orientation"][idx], r["imu_angular_velocity"][idx],
                                                 r["imu_linear_acceleration"][idx])))
         node = Node("rbd_demo_publisher", namespace=namespace)
-        qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
-        pubs = SimpleNamespace(js=node.create_publisher(JointState, "joint_states", qos),
-                               imu=node.create_publisher(Imu, "imu", qos),
-                               ft=[node.create_publisher(WrenchStamped, f"ft/{n}", qos) for n in base.ft_names],
-                               contact_command=node.create_publisher(JointState, "contact_command", qos))
-        end = time.monotonic() + 30.0          # every input of the node matched (no sensor arrives late)
-        while time.monotonic() < end and not all(p.get_subscription_count() > 0 for p in [pubs.js, pubs.imu, *pubs.ft]):
-            time.sleep(0.02)
+        pubs = InputPublishers(node, base.ft_names)
+        pubs.wait_matched(30.0)                 # every input of the node matched (no sensor arrives late)
         time.sleep(0.3)
         print("ready", flush=True)
         sys.stdin.readline()

@@ -191,8 +191,9 @@ class SensorInputs:
         the joint states and filters keep theirs."""
         entries = [("joint_states", "joint_states", settings.joint_states_topic, settings.joint_states_timeout,
                     len(self.joint_names))]
+        topics = self.topics(config, settings)
         for sensor in config.sensors:             # each kind's decoder reads its slice of y
-            slot, topic = self.topics(config, settings)[sensor.name]
+            slot, topic = topics[sensor.name]
             if slot == JOINT_EFFORT:
                 entries.append((sensor.name, slot, topic, settings.joint_torque_timeout, 1))
             else:

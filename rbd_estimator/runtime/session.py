@@ -201,16 +201,14 @@ class Session:
     def inputs_needed(self, config=None, settings=None) -> list:
         """The subscriptions of the sensor set in use (or of ``config``/``settings``, planned but not
         yet in use: a sensor's handler takes its messages once its set is swapped in)."""
-        config, settings = config or self.config, settings or self.settings
-        s = settings
+        config, s = config or self.config, settings or self.settings
         out = [Input(("joint_states",), s.joint_states_topic, cdr.JOINT_STATE, self.on_joint_state, True)]
         if config.joint_torque_sensors and s.joint_torque_source() != s.joint_states_topic:
             out.append(Input(("joint_torques",), s.joint_torque_source(), cdr.JOINT_STATE, self.on_joint_torques))
         if any(c.mode == "commanded" for c in config.contacts):
             out.append(Input(("contact_command",), s.contact_command_topic, cdr.JOINT_STATE, self.on_contact_command,
                              True))
-        probe = SensorInputs.topics(config, settings)
-        for name, (decoder, topic) in probe.items():
+        for name, (decoder, topic) in SensorInputs.topics(config, s).items():
             if decoder in MESSAGE_OF:
                 out.append(Input(("sensor", name, decoder, topic), topic, MESSAGE_OF[decoder],
                                  partial(self.on_sensor, name)))
@@ -227,7 +225,7 @@ class Session:
         """Whether ``config`` changes the estimation problem (a new plan is needed); if it changes
         only node-only parameters, they are applied now (filter cutoff, timeouts, cross-check
         period: call on the tick thread or with it held)."""
-        if _problem(config) != _problem(self.config):
+        if problem_key(config) != problem_key(self.config):
             return True
         old = self.settings
         self.config, self.settings = config, settings
@@ -246,13 +244,12 @@ class Session:
         est = self._library.get(problem_key(config))
         with gil_yielding():
             plans = PlanSet(self.xml, config, est) if est is not None else plan_set(self.xml, config, settings, True)
-        for name in config.sensor_names:                      # the single losses already planned
-            known = self._library.get(problem_key(without(config, {name})))
-            if known is not None:
-                plans.adopt(frozenset((name,)), known)
         added = frozenset(config.sensor_names) - frozenset(self.config.sensor_names)
-        if added and problem_key(without(config, added)) == problem_key(self.config):
-            plans.adopt(added, self.plans.main.estimator)
+        losses = {frozenset((name,)) for name in config.sensor_names} | ({added} if added else set())
+        for missing in losses:                  # single losses, and the added sensors (the set in use)
+            known = self._library.get(problem_key(without(config, missing)))
+            if known is not None:
+                plans.adopt(missing, known)
         est = plans.main.estimator
         oracle, why = make_oracle(self.xml, config, est, settings)
         contacts = ContactState(est, settings.contact_command_timeout)
@@ -297,17 +294,13 @@ class Session:
 
     def on_joint_torques(self, raw, now: int) -> int:
         """The ``effort`` field of a serialized ``JointState``: the joint-torque sensors."""
-        try:
-            msg = cdr.decode(cdr.JOINT_STATE, raw)
-        except cdr.CdrError:
-            return CDR_ERROR
-        return int(self.inputs.on_joint_torques(msg, now))
+        msg = _joint_state(raw)
+        return CDR_ERROR if msg is None else int(self.inputs.on_joint_torques(msg, now))
 
     def on_contact_command(self, raw, now: int) -> int:
         """A serialized contact command (``JointState``: contact names, position 1 / 0)."""
-        try:
-            msg = cdr.decode(cdr.JOINT_STATE, raw)
-        except cdr.CdrError:
+        msg = _joint_state(raw)
+        if msg is None:
             return CDR_ERROR
         self.contacts.command(msg.name, msg.position, now)
         return 1
@@ -486,6 +479,14 @@ class Session:
     def close(self) -> None:
         """Release the plans."""
         self.plans.close()
+
+
+def _joint_state(raw):
+    """A decoded ``JointState`` (names and arrays), or None for bytes that do not decode."""
+    try:
+        return cdr.decode(cdr.JOINT_STATE, raw)
+    except cdr.CdrError:
+        return None
 
 
 def _problem(config) -> dict:
