@@ -22,3 +22,8 @@ class ModelWarning(UserWarning):
 
     Issued once per link, naming it, the defect and its size; ``strict=True`` turns it into :class:`ModelError`.
     """
+
+
+class ConditioningWarning(UserWarning):
+    """At the nominal stance the sensors leave a contact-wrench direction to the prior (it is
+    estimated finitely, with the prior's variance): issued at planning, naming the components."""

@@ -191,6 +191,10 @@ def test_graph_after_launch_style_remapping(ros):
         want_pubs = {f"_{name}_io": ["/parameter_events"], name: sorted([f"{fqn}/joint_torques", f"{fqn}/contact_state", "/diagnostics",
                                                      f"{fqn}/contact_wrenches/l_foot",
                                                      f"{fqn}/contact_wrenches/r_foot", f"{fqn}/transition_event",
+                                                     f"{fqn}/joint_torque_variance",
+                                                     f"{fqn}/contact_wrenches/l_foot/covariance",
+                                                     f"{fqn}/contact_wrenches/r_foot/covariance",
+                                                     f"{fqn}/sensor_faults",
                                                      "/parameter_events", "/rosout"])}
         end = time.monotonic() + 30.0
         while time.monotonic() < end:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -54,7 +52,7 @@ def read_bag(path, prefix):
             m = TS.deserialize_cdr(raw, c.msgtype)
             if c.topic == prefix + "/joint_torques":
                 tau[stamp(m)] = (list(m.name), np.array(m.effort))
-            else:
+            elif c.msgtype == cdr.WRENCH_STAMPED:
                 f, t = m.wrench.force, m.wrench.torque
                 wrenches.setdefault(c.topic.rsplit("/", 1)[1], {})[stamp(m)] = (
                     m.header.frame_id, np.array([f.x, f.y, f.z, t.x, t.y, t.z]))
@@ -117,6 +115,37 @@ def test_output_bag_has_input_and_estimate_topics(replayed):
     assert summary.messages_written == sum(n for _, n in topics.values())
 
 
+def test_output_bag_has_the_uncertainty_topics(replayed):
+    """Issue 20: next to the estimates, every tick's joint-torque variances (``sensor_msgs/JointState``
+    stamped like the torques) and each contact wrench's 6 × 6 covariance (``Float64MultiArray``,
+    labelled dimensions), decoded by rosbags: symmetric, positive definite, and the last ones what
+    the estimator computed."""
+    out, summary, rep = replayed
+    var, cov = {}, {}
+    with Reader(out) as r:
+        topics = {c.topic: (c.msgtype, c.msgcount) for c in r.connections}
+        conns = [c for c in r.connections if "variance" in c.topic or "covariance" in c.topic]
+        for c, _, raw in r.messages(connections=conns):
+            m = TS.deserialize_cdr(raw, c.msgtype)
+            if c.topic.endswith("variance") and not c.topic.endswith("covariance"):
+                var[stamp(m)] = (list(m.name), np.array(m.effort))
+            else:
+                assert [(d.label, d.size, d.stride) for d in m.layout.dim] == [("fx fy fz tx ty tz", 6, 36),
+                                                                              ("fx fy fz tx ty tz", 6, 6)]
+                cov.setdefault(c.topic.split("/")[-2], []).append(np.array(m.data).reshape(6, 6))
+    assert topics["/rbd_estimator/joint_torque_variance"] == (cdr.JOINT_STATE, 1000)
+    assert topics["/rbd_estimator/contact_wrenches/l_foot/covariance"] == (cdr.FLOAT64_MULTI_ARRAY, 1000)
+    res = rep.results()
+    assert sorted(var) == sorted(res["stamps"]) and var[res["stamps"][0]][0] == list(res["joint_names"])
+    assert all(np.all(v > 0) for _, v in var.values())
+    for C in cov["l_foot"] + cov["r_foot"]:
+        np.testing.assert_allclose(C, C.T, rtol=0, atol=1e-12 * np.abs(C).max())
+        assert np.linalg.eigvalsh(C).min() > 0
+    last = rep.session.estimator.result
+    np.testing.assert_array_equal(var[res["stamps"][-1]][1], last.tau_variance)
+    np.testing.assert_array_equal(cov["r_foot"][-1], last.contact_covariance[1])
+
+
 def test_sqlite3_round_trip_gives_the_same_estimates(replayed, tmp_path):
     out, _, rep = replayed
     db = str(tmp_path / "out.db3")
@@ -143,105 +172,60 @@ def test_estimates_only_writes_the_same_estimates_and_nothing_else(replayed, tmp
 
 
 # ============================================================================ the live node
-def test_replay_equals_the_live_node_on_the_same_messages(replayed):
-    """The node (real rclpy, loopback) is fed the recording's messages in lockstep; every estimate
-    it publishes equals the replay's for the same stamp."""
-    rclpy = pytest.importorskip("rclpy")
+def recorded_steps(n_steps: int, change=None) -> list:
+    """The first ``n_steps`` joint states of the recording, each with the sensor messages before it:
+    ``[[(topic, rclpy message), ...], ...]``; ``change(k, topic, msg)`` may alter a message."""
     from geometry_msgs.msg import WrenchStamped
-    from rclpy.context import Context
-    from rclpy.executors import MultiThreadedExecutor
-    from rclpy.parameter import Parameter
-    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import Imu, JointState
-
-    from rbd_estimator.node import EstimatorNode
-
-    _, _, rep = replayed
-    res = rep.results()
-    n_steps = 150
-    cfg = SensorConfig.from_yaml(PARAMS)
-    flat = cfg.to_parameters()
-    flat.update(cfg.node)
-    flat.update(robot_description=open(URDF, encoding="utf-8").read(), oracle_every_n=0, prepare_fallbacks=False)
-    # the node's own parameters, but sensor timeouts long enough for a test process's scheduling; the
-    # replay above ran with 50 ms timeouts and no sensor was ever stale in the recording either
-    for k in list(flat):
-        if k.endswith(".timeout"):
-            flat[k] = 5.0
-    params = [Parameter(k, value=[float(x) for x in v] if isinstance(v, (list, tuple)) and v
-                        and all(isinstance(x, (int, float)) for x in v) else v)
-              for k, v in flat.items() if not (isinstance(v, (list, tuple)) and not v)]
     types = {cdr.JOINT_STATE: JointState, cdr.IMU: Imu, cdr.WRENCH_STAMPED: WrenchStamped}
-    steps = []                                   # [(topic, msg), ...] up to each joint state
+    steps, cur = [], []
     with Reader(BAG) as r:
         conns = [c for c in r.connections if c.topic in ("/joint_states", "/imu") or c.topic.startswith("/ft/")]
-        cur = []
         for c, _, raw in r.messages(connections=conns):
-            cur.append((c.topic, deserialize_message(raw, types[c.msgtype])))
+            msg = deserialize_message(raw, types[c.msgtype])
+            if change is not None:
+                change(len(steps), c.topic, msg)
+            cur.append((c.topic, msg))
             if c.topic == "/joint_states":
                 steps.append(cur)
                 cur = []
                 if len(steps) == n_steps:
                     break
-    ctx = Context()
-    rclpy.init(context=ctx, domain_id=120 + os.getpid() % 100)
-    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
-    node = EstimatorNode("rbd_estimator", context=ctx, parameter_overrides=params)
-    client = rclpy.create_node("replay_test_client", context=ctx)
-    ex.add_node(node)
-    ex.add_node(client)
-    th = threading.Thread(target=ex.spin, daemon=True)
-    th.start()
-    got_tau, got_w = {}, {c: {} for c in res["contact_names"]}
-    try:
-        node.trigger_configure()
-        assert node.lifecycle_state == "inactive", node.last_error
+    return steps
+
+
+def node_parameters(**overrides) -> dict:
+    """The humanoid's parameter file as node parameters, the URDF inline, no cross-check, and sensor
+    timeouts long enough for a test process's scheduling (no sensor was ever stale in the recording)."""
+    cfg = SensorConfig.from_yaml(PARAMS)
+    flat = cfg.to_parameters()
+    flat.update(cfg.node)
+    flat.update(robot_description=open(URDF, encoding="utf-8").read(), oracle_every_n=0, prepare_fallbacks=False)
+    for k in list(flat):
+        if k.endswith(".timeout"):
+            flat[k] = 5.0
+    flat.update(overrides)
+    return flat
+
+
+def test_replay_equals_the_live_node_on_the_same_messages(replayed):
+    """The node (real rclpy, loopback) is fed the recording's messages in lockstep; every estimate
+    it publishes equals the replay's for the same stamp."""
+    pytest.importorskip("rclpy")
+    from lockstep import LockstepNode, stamp as msg_stamp
+    from rbd_estimator.runtime.session import Session
+
+    _, _, rep = replayed
+    res = rep.results()
+    n_steps = 150
+    steps = recorded_steps(n_steps)
+    with LockstepNode(node_parameters(), res["contact_names"], steps[0]) as n:
         # one runtime: every message goes through a Session's handlers in both (issue 19)
-        from rbd_estimator.runtime.session import Session
-        assert type(node.session) is Session and type(rep.session) is Session
-        node.trigger_activate()
-        assert node.lifecycle_state == "active"
-        qos = QoSProfile(depth=50, reliability=QoSReliabilityPolicy.RELIABLE)
-        pubs = {t: client.create_publisher(type(m), t, qos) for t, m in steps[0]}
-        client.create_subscription(JointState, "/rbd_estimator/joint_torques",
-                                   lambda m: got_tau.__setitem__(stamp(m), np.array(m.effort)), qos)
-        for c in res["contact_names"]:
-            client.create_subscription(
-                WrenchStamped, f"/rbd_estimator/contact_wrenches/{c}",
-                lambda m, c=c: got_w[c].__setitem__(stamp(m), np.array(
-                    [m.wrench.force.x, m.wrench.force.y, m.wrench.force.z, m.wrench.torque.x, m.wrench.torque.y,
-                     m.wrench.torque.z])), qos)
-        end = time.monotonic() + 10
-        while time.monotonic() < end and not all(p.get_subscription_count() > 0 for p in pubs.values()):
-            time.sleep(0.01)
-        time.sleep(0.3)
-
-        def wait(pred, timeout=10.0):
-            end = time.monotonic() + timeout
-            while time.monotonic() < end:
-                if pred():
-                    return True
-                time.sleep(0.0005)
-            return pred()
-
+        assert type(n.node.session) is Session and type(rep.session) is Session
         for k, step in enumerate(steps):
-            before = node.input_counts()
-            for topic, msg in step[:-1]:                      # sensors first, each accepted ...
-                pubs[topic].publish(msg)
-            names = ["imu" if t == "/imu" else t.rsplit("/", 1)[1] for t, _ in step[:-1]]
-            assert wait(lambda: all(node.input_counts()[n] > before[n] for n in names)), k
-            topic, js = step[-1]                               # ... then the joint state: a tick
-            pubs[topic].publish(js)
-            if k > 0:
-                s = stamp(js)
-                assert wait(lambda: s in got_tau and all(s in got_w[c] for c in got_w)), f"no estimate {k}"
-    finally:
-        ex.shutdown()
-        node.destroy_node()
-        client.destroy_node()
-        rclpy.shutdown(context=ctx)
-        th.join(5.0)
+            assert n.step(step, expect_estimate=k > 0) or k == 0, f"no estimate {k} ({msg_stamp(step[-1][1])})"
+        got_tau, got_w = n.tau, n.wrenches
     assert len(got_tau) == n_steps - 1
     index = {int(s): k for k, s in enumerate(res["stamps"])}
     worst = 0.0

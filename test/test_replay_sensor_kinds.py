@@ -183,7 +183,10 @@ def icub_config() -> SensorConfig:
         contact=dict(l_foot=dict(frame="l_sole", type="point_force"), r_foot=dict(frame="r_sole", type="point_force")),
         foot_force_sensors=["l_foot_force", "r_foot_force"],
         foot_force=dict(l_foot_force=dict(contact="l_foot", topic="/foot_force/left", stddev=5.0),
-                        r_foot_force=dict(contact="r_foot", topic="/foot_force/right", stddev=5.0))),
+                        r_foot_force=dict(contact="r_foot", topic="/foot_force/right", stddev=5.0)),
+        # the recorded forces carry offsets of 5-12 N (README quirk 3) that this noise model does not:
+        # the χ² test flags the left sensor six times in 20 s (issue 21 tracks offsets); off here
+        fault_false_alarm_rate=0.0),
         node_keys=NODE_KEYS)
 
 

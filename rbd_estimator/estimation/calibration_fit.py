@@ -149,7 +149,8 @@ class OffsetProblem:
         # the estimator's layout, plus the fixture as one more (full-wrench) contact
         extra = (ContactConfig(name=_FIXTURE, frame=fixture),) if fixture else ()
         try:
-            lay = SystemLayout(m, replace(cfg, contacts=cfg.contacts + extra))
+            lay = SystemLayout(m, replace(cfg, contacts=cfg.contacts + extra, joint_acceleration_stddev=0.0),
+                               prior=False)
         except ConfigError as exc:
             raise ConfigError(str(exc).replace(f"contact.{_FIXTURE}.frame", "fixture")) from None
         ref = est.layout

@@ -85,11 +85,16 @@ class SensorConfig:
     """The complete sensor and contact set: the floating-base flag, the contacts and a tuple of
     sensors (:class:`~rbd_estimator.sensors.Sensor`, in the order of their slices of the
     measurement vector ``y``: kinds in registry order, then as listed). ``node`` holds node-only
-    parameters (topics, filter, timing); the library ignores it."""
+    parameters (topics, filter, timing); the library ignores it. ``joint_acceleration_stddev``,
+    ``contact_prior_stddev`` and ``covariance``: the probabilistic model (:data:`LIBRARY`,
+    docs/probabilistic_model.md)."""
     floating_base: bool = True
     contacts: tuple[ContactConfig, ...] = ()
     sensors: tuple[Sensor, ...] = ()
     node: dict = field(default_factory=dict)
+    joint_acceleration_stddev: float = 0.0
+    contact_prior_stddev: float = 1.0e4
+    covariance: bool = True
 
     def __post_init__(self):
         # the measurement vector holds each kind's sensors together, kinds in registry order
@@ -212,7 +217,9 @@ class SensorConfig:
 
     def to_parameters(self) -> dict:
         """Flat, dotted ROS parameters that :meth:`from_parameters` reads back to this object."""
-        out = {"floating_base": self.floating_base, "contacts": [c.name for c in self.contacts]}
+        out = {"floating_base": self.floating_base, "contacts": [c.name for c in self.contacts],
+               "joint_acceleration_stddev": self.joint_acceleration_stddev,
+               "contact_prior_stddev": self.contact_prior_stddev, "covariance": self.covariance}
         for kind in KINDS.values():
             members = self.of_kind(kind)
             if not kind.SINGLE:
@@ -274,6 +281,16 @@ LIBRARY = {
     "contacts": Field("string_array", "contact names, each described by `contact.<name>.*`", ()),
     "joint_torque_stddev": Field("double", "standard deviation (N·m) of every joint-torque sensor without its own "
                                  "`joint_torque.<name>.stddev`", 0.1, gt=0.0),
+    "joint_acceleration_stddev": Field("double", "standard deviation (rad/s², m/s²) of the joint accelerations "
+                                       "given to the estimator: 0 takes them as exact inputs (the fastest tick); "
+                                       "above 0 they are a measurement, estimated with the other unknowns "
+                                       "(docs/probabilistic_model.md)", 0.0, ge=0.0),
+    "contact_prior_stddev": Field("double", "standard deviation of the zero-mean prior on every contact-wrench "
+                                  "component, in units of the robot's weight (force: N per m·g, torque: N·m "
+                                  "per m·g·1 m): weak, it keeps every pose finite (docs/probabilistic_model.md)",
+                                  1.0e4, gt=0.0),
+    "covariance": Field("bool", "compute the posterior covariance of the torques and contact wrenches every "
+                        "tick (false: the mean alone)", True),
 }
 
 
@@ -283,6 +300,8 @@ def sensor_schema() -> Schema:
     list parameter and its fields per listed name; a single sensor's, the IMU's, when any
     ``imu.*`` is given), in registry order."""
     entries = [("floating_base", LIBRARY["floating_base"]), ("contacts", LIBRARY["contacts"]),
+               ("joint_acceleration_stddev", LIBRARY["joint_acceleration_stddev"]),
+               ("contact_prior_stddev", LIBRARY["contact_prior_stddev"]), ("covariance", LIBRARY["covariance"]),
                Group("contact", fields_of(ContactConfig), names="contacts")]
     for kind in KINDS.values():
         if kind.SINGLE:
@@ -392,7 +411,10 @@ class _Parser:
         if twice:
             raise ConfigError(f"sensor name(s) {twice} used by two sensors; every sensor needs its own name")
         return SensorConfig(floating_base=fb, contacts=contacts, sensors=tuple(sensors),
-                            node={k: v for k, v in self.flat.items() if k.split(".")[0] not in self.top})
+                            node={k: v for k, v in self.flat.items() if k.split(".")[0] not in self.top},
+                            joint_acceleration_stddev=float(self.get("joint_acceleration_stddev")),
+                            contact_prior_stddev=float(self.get("contact_prior_stddev")),
+                            covariance=bool(self.get("covariance")))
 
     def contacts(self) -> tuple[ContactConfig, ...]:
         out = []

@@ -40,11 +40,16 @@ def subset_label(names) -> str:
 class SwitchingEstimate:
     """Result of :meth:`SwitchingEstimator.estimate`: as :class:`~.estimator.Estimate`, over *every*
     configured contact (``contact_wrenches`` is zero for a contact not in contact) plus ``active``
-    (bool per contact, ``contact_names`` order). Arrays are reused buffers: copy what you keep."""
+    (bool per contact, ``contact_names`` order). ``tau_variance`` and ``contact_covariance`` are the
+    subset's (zero for a contact not in contact, whose wrench is known to be zero), ``None`` with
+    ``covariance: false``. Arrays are reused buffers: copy what you keep."""
 
     def __init__(self, est: "SwitchingEstimator"):
         nc = len(est.contact_names)
         self.tau = np.zeros(len(est.joint_names))
+        on = est.config.covariance
+        self.tau_variance = np.zeros(len(est.joint_names)) if on else None
+        self.contact_covariance = np.zeros((nc, 6, 6)) if on else None
         self.contact_wrenches = np.zeros((nc, 6))
         self.active = np.zeros(nc, dtype=bool)
         self.joint_wrenches = np.zeros((len(est.kept_joints), 6))
@@ -59,6 +64,10 @@ class SwitchingEstimate:
     @property
     def base_acceleration(self) -> np.ndarray:
         return self.subset.base_acceleration
+
+    chi2 = property(lambda self: self.subset.chi2, doc="the subset's whitened residual's squared norm")
+    dof = property(lambda self: self.subset.dof, doc="its degrees of freedom")
+    condition = property(lambda self: self.subset.condition, doc="the subset's condition estimate")
 
 
 class SwitchingEstimator(EstimatorInterface):
@@ -107,6 +116,10 @@ class SwitchingEstimator(EstimatorInterface):
     def subset_names(self, mask: int) -> tuple[str, ...]:
         """The active contacts of subset ``mask`` (configuration order, ``always`` contacts included)."""
         return tuple(c.name for c in self.config.contacts if c.name not in self._bit or mask & self._bit[c.name])
+
+    def weak_directions(self) -> dict:
+        return {subset_label(self.subset_names(m)): est.weak for m, est in enumerate(self.subsets)
+                if est is not None and est.weak}
 
     def coverage(self) -> dict:
         """``{'l_foot+r_foot': None or reason}``: every subset, and why it is ill-posed if it is."""
@@ -185,6 +198,10 @@ class SwitchingEstimator(EstimatorInterface):
         out.active[:] = False
         out.active[rows] = True
         out.joint_wrenches[:] = r.joint_wrenches
+        if out.tau_variance is not None:
+            out.tau_variance[:] = r.tau_variance
+            out.contact_covariance[:] = 0.0
+            out.contact_covariance[rows] = r.contact_covariance
         out.residual, out.subset = r.residual, r
         return out
 

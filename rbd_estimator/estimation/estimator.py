@@ -8,13 +8,14 @@ with no interpreted loop over bodies and no allocation.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from itertools import compress
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConfigError
+from ..errors import ConditioningWarning, ConfigError
 from ..model.forward_kinematics import K_WRP, KinematicTree
 from ..model.robot_model import RobotModel
 from . import kinematics as kin
@@ -23,6 +24,7 @@ from .config import SensorConfig
 from .layout import SystemLayout
 from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
 from .checks import first_non_finite
+from .layout import BOUNDARY
 from .interface import EstimatorInterface
 from .sparse_lu import gather, lu_solve, numeric_lu
 from .measurements import ImuSample, JointState, Measurements, vector
@@ -38,11 +40,18 @@ class Estimate:
       applies to the robot, in each contact frame, torque about its origin;
     * ``joint_wrenches``: ``(n_kept, 6)`` wrench the parent applies to the child at every kept fixed
       joint (``estimator.kept_joints``), child frame, torque about the joint origin;
-    * ``residual``: whitened sensor residuals (dimensionless, one per sensor row) when the sensors
-      are redundant, else ``None``.
+    * ``residual``: whitened measurement residuals (dimensionless, one per sensor row, then one per
+      joint acceleration when they are measured) when the measurements are redundant, else ``None``;
+    * ``tau_variance``: the posterior variance of every joint torque ((N·m)² or N²), and
+      ``contact_covariance``: ``(n_contacts, 6, 6)`` the posterior covariance of every contact
+      wrench (``[fx, fy, fz, tx, ty, tz]``, contact frame) — under the configured noise of every
+      measurement and the prior, the state ``q``, ``q̇`` and the IMU orientation and gyro taken as
+      exact (docs/probabilistic_model.md). A direction the sensors do not determine at this pose
+      shows as the prior's variance (``contact_prior_stddev``), not as an error. Both ``None``
+      with ``covariance: false`` (the mean alone, a faster tick).
     """
 
-    def __init__(self, est: "Estimator", out: np.ndarray, sol: np.ndarray, imu: np.ndarray):
+    def __init__(self, est: "Estimator", out: np.ndarray, sol: np.ndarray, imu: np.ndarray, cov: np.ndarray):
         lay = est.layout
         nj, nc, nk = est.model.n_joints, len(lay.contacts), len(lay.kept_joints)
         self._est = est
@@ -50,12 +59,34 @@ class Estimate:
         self.contact_wrenches = out[nj:nj + 6 * nc].reshape(nc, 6)
         self.joint_wrenches = out[nj + 6 * nc:nj + 6 * nc + 6 * nk].reshape(nk, 6)
         self.residual = out[nj + 6 * (nc + nk):] if est.report.redundant else None
+        on = est.config.covariance
+        self.tau_variance = cov[:nj] if on else None
+        self.contact_covariance = cov[nj:].reshape(nc, 6, 6) if on else None
         self._sol = sol
         self._imu = imu                   # the last tick's IMU sample (both ticks copy it there)
 
     def contact(self, name: str) -> np.ndarray:
         """The wrench of one contact by name."""
         return self.contact_wrenches[self._est.contact_names.index(name)]
+
+    @property
+    def chi2(self) -> float:
+        """``|residual|²``, the whitened residual's squared norm: χ²-distributed with :attr:`dof`
+        degrees of freedom when every measurement follows its noise model (0 without redundancy)."""
+        return float(self._est.data.info[3])
+
+    @property
+    def dof(self) -> int:
+        """The residual's degrees of freedom: measurement rows minus the unknowns they determine."""
+        return self._est.residual_dof
+
+    @property
+    def condition(self) -> float:
+        """The tick's condition estimate: the smallest pivot ratio of its factorisation (structured:
+        ``min L_kk² / N_kk`` of the least squares' Cholesky, or ``(min |R_kk| / max |R_kk|)²`` of its QR;
+        generic: ``min |U_kk| / max |U_kk|`` of the LU). Near 0: a direction the sensors barely
+        determine at this state (its variance shows which)."""
+        return float(self._est.data.info[2])
 
     @property
     def base_acceleration(self) -> np.ndarray:
@@ -73,9 +104,10 @@ class EstimatorData:
       (NB × 3 × 3, body ← parent) and velocities ``V`` (NB × 6, ``[ω; v]``, body coordinates) of the
       forward kinematics, the generic solution ``x``, the IMU sample ``imu`` (13: orientation
       ``[x, y, z, w]``, rad/s, m/s², rad/s²), the outputs ``out`` (what :class:`Estimate` views) and
-      ``info`` (4: the failing input and index, the pivot ratio), then the structured tick's
-      constants and work space (:meth:`install`); ``E``, ``V``, ``x``, ``imu``, ``out``, ``info``
-      are views of it;
+      ``info`` (4: the failing input and index, the pivot ratio), ``cov`` (the joint-torque
+      variances, then the 6 × 6 covariance of every contact wrench), then the structured tick's
+      constants and work space (:meth:`install`); ``E``, ``V``, ``x``, ``imu``, ``out``, ``info``,
+      ``cov`` are views of it;
     * ``src``, ``rsrc``, ``Ax``, ``Lx``, ``Ux``, ``lu_w``: the generic tick's sources and numeric LU;
       ``kin_w``: its kinematics' work space;
     * ``measurements``: the measurement vector ``y`` and its filling from per-kind readings;
@@ -90,6 +122,7 @@ class EstimatorData:
         self._est, self._offsets = est, est.state_offsets()
         self.src, self.rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
         self.src[0] = self.rsrc[0] = 1.0
+        self.cov_x, self.cov_out = np.zeros(est._N), np.zeros(est._n_out)     # the generic covariance's
         self.Ax = np.zeros(len(est._Ai))
         self.Lx, self.Ux = np.zeros(len(est._Li)), np.zeros(len(est._Ui))
         self.lu_w = np.zeros(est._N)
@@ -107,10 +140,10 @@ class EstimatorData:
         self.state = S = np.zeros(o["STAIL"] + (0 if tail is None else tail.size))
         self.E, self.V = S[:9 * NB].reshape(NB, 3, 3), S[9 * NB:15 * NB].reshape(NB, 6)
         self.x, self.imu = S[o["SX"]:o["SIMU"]], S[o["SIMU"]:o["SOUT"]]
-        self.out, self.info = S[o["SOUT"]:o["SINFO"]], S[o["SINFO"]:o["STAIL"]]
+        self.out, self.info, self.cov = S[o["SOUT"]:o["SINFO"]], S[o["SINFO"]:o["SCOV"]], S[o["SCOV"]:o["STAIL"]]
         if tail is not None:
             S[o["STAIL"]:] = tail
-        self.result = Estimate(self._est, self.out, self.x, self.imu)
+        self.result = Estimate(self._est, self.out, self.x, self.imu, self.cov)
         return S
 
 
@@ -140,13 +173,44 @@ class Estimator(EstimatorInterface):
         A_states = [self._numeric_A(self._sources(*s), t) for s in states]
         t = self._prune_to_worst_case(A_states, t)
         pattern = abs(A_states[0]) + abs(A_states[1]) + abs(A_states[2])
-        check_well_posed(lay, pattern.tocsr(), A_states[:2])
+        measured = lay.m_hard + lay.m_sensor          # the rank test leaves the prior out (Nori eq. 16 alone)
+        check_well_posed(lay, pattern.tocsr()[:measured], [A[:measured] for A in A_states[:2]])
         self._plan_factorisation(t)
         self._allocate()
         self._structured = None
         self._structured = structured.build(self._tree_problem(), solver)  # 'auto' | 'generic' | 'structured'
         if self._structured is not None:
             self._report = replace(self._report, solver="structured")
+        self.weak = self.nominal_check()
+
+    def nominal_check(self) -> tuple[str, ...]:
+        """The contact components (``'l_foot tz'``) whose posterior standard deviation at the
+        nominal stance — all joints at zero, at rest, the IMU frame level — is above 10 % of the
+        prior's: the sensors do not determine them there, the prior does (a finite estimate with a
+        large variance, docs/probabilistic_model.md). Empty without the covariance (``covariance:
+        false``); planning warns about each (``ConditioningWarning``)."""
+        if not self.config.covariance or not self._layout.contacts:
+            return ()
+        nj, lay = self.model.n_joints, self._layout
+        y = np.zeros(lay.n_y)
+        if self.config.imu is not None:
+            y[self._imu_y + 3] = 1.0                           # identity orientation [x, y, z, w]
+        z = np.zeros(nj)
+        try:
+            r = self.estimate(z, z, z, y=y)
+        except (FloatingPointError, ValueError) as exc:   # noqa: PERF203 - plan time
+            weak = (f"the nominal stance is singular ({exc})",)
+        else:
+            prior = self.config.contact_prior_stddev * max(1.0, float(sum(I[5, 5] for I in self.model.inertias))
+                                                            * float(np.linalg.norm(self.model.gravity)))
+            sd = np.sqrt(np.diagonal(r.contact_covariance, axis1=1, axis2=2))
+            weak = tuple(f"{c} {BOUNDARY[k]}" for i, c in enumerate(self.contact_names) for k in range(6)
+                         if sd[i, k] > 0.1 * prior)
+        if weak:
+            warnings.warn(f"rbd_estimator: at the nominal stance (joints at zero) the sensors do not determine "
+                          f"{', '.join(weak)}: the estimate there is the prior's, with its variance",
+                          ConditioningWarning, stacklevel=3)
+        return weak
 
     def _tree_problem(self) -> structured.TreeProblem:
         """What the structured solver is built from (its docstring), with the hooks into this
@@ -183,11 +247,21 @@ class Estimator(EstimatorInterface):
         return self.data.result
 
     @property
+    def residual_dof(self) -> int:
+        """Degrees of freedom of the whitened residual: Newton–Euler and measurement rows minus
+        unknowns (the prior's rows left out); 0 without redundancy."""
+        lay = self._layout
+        return max(0, lay.m_hard + lay.m_sensor - lay.n)
+
+    @property
     def pivot_fallbacks(self) -> int:
         return self.data.pivot_fallbacks
 
     def kernel(self) -> tuple | None:
         return None if self._structured is None else (self._structured.ip, self.data.state)
+
+    def weak_directions(self) -> dict:
+        return {"+".join(self.contact_names) or "none": self.weak} if self.weak else {}
 
     # ------------------------------------------------------------------ plan
     def _init_kinematics(self):
@@ -285,21 +359,36 @@ class Estimator(EstimatorInterface):
         self._GR = lu.permute_rows(R)
         # outputs: τ, wrenches, and for KKT the whitened residuals e = λ_s
         O = lay.out_map
+        measured_redundant = lay.m_hard + lay.m_sensor > lay.n      # the measurements alone over-determine
         if redundant:
-            e = sp.csr_matrix((np.ones(lay.m_soft), (np.arange(lay.m_soft),
-                                                     lay.n + lay.m_hard + np.arange(lay.m_soft))), shape=(lay.m_soft, N))
-            O = sp.vstack([sp.hstack([O, sp.csr_matrix((O.shape[0], N - lay.n))]), e])
+            O = sp.hstack([O, sp.csr_matrix((O.shape[0], N - lay.n))])
+            if measured_redundant:
+                ms = lay.m_sensor
+                e = sp.csr_matrix((np.ones(ms), (np.arange(ms), lay.n + lay.m_hard + np.arange(ms))), shape=(ms, N))
+                O = sp.vstack([O, e])
         self._GO = lu.permute_cols(O)
         self._n_out = O.shape[0]
+        self._res_at = lay.out_map.shape[0] if measured_redundant else self._n_out    # the residual's first output
         self._N = N
+        self._plan_covariance(lu, redundant)
         self._sol_col = np.empty(N, np.int64)
         self._sol_col[lu.cols] = np.arange(N)     # unknown j of K sits at x[_sol_col[j]]
         rnea_ops, aba_ops = costs_of(lay)
         sizes = np.diff(lu.blocks)
         self._report = PlanReport(
-            n_unknowns=lay.n, n_equations=lay.m, n_sensor_rows=lay.m_soft, redundant=redundant, system_size=N,
+            n_unknowns=lay.n, n_equations=lay.m, n_sensor_rows=lay.m_sensor, redundant=measured_redundant,
+            system_size=N,
             nnz=lu.nnz, nnz_factors=lu.nnz + lu.fill_in, fill_in=lu.fill_in, n_blocks=len(sizes),
             largest_block=int(sizes.max()), flops=lu.flops, rnea_ops=rnea_ops, aba_ops=aba_ops)
+
+    def _plan_covariance(self, lu, redundant: bool):
+        """Where the generic covariance's unit right-hand sides go: the position in the permuted
+        system of every soft row (measurements and prior), whose whitened noise is a unit normal."""
+        lay = self._layout
+        first = (lay.n if redundant else 0) + lay.m_hard
+        rpos = np.empty(self._N, np.int64)
+        rpos[lu.rows] = np.arange(self._N)
+        self._soft_pos = rpos[first + np.arange(lay.m_soft)]
 
     def _allocate(self):
         imu = self.config.imu
@@ -309,11 +398,14 @@ class Estimator(EstimatorInterface):
 
     def state_offsets(self) -> dict:
         """Offsets in the state buffer (:attr:`EstimatorData.state`) of ``x`` (SX), the IMU sample
-        (SIMU), ``out`` (SOUT), ``info`` (SINFO, 4 values) and what follows (STAIL); ``E`` and
+        (SIMU), ``out`` (SOUT), ``info`` (SINFO, 4 values), the covariance (SCOV) and what follows
+        (STAIL); ``E`` and
         ``V`` come first (``9·NB`` and ``6·NB`` values)."""
         sx = 15 * self.model.NB
         sinfo = sx + self._N + 13 + self._n_out
-        return dict(SX=sx, SIMU=sx + self._N, SOUT=sx + self._N + 13, SINFO=sinfo, STAIL=sinfo + 4)
+        ncov = self.model.n_joints + 36 * len(self._layout.contacts)
+        return dict(SX=sx, SIMU=sx + self._N, SOUT=sx + self._N + 13, SINFO=sinfo, SCOV=sinfo + 4,
+                    STAIL=sinfo + 4 + ncov)
 
     @property
     def _plan_src(self):
@@ -371,6 +463,10 @@ class Estimator(EstimatorInterface):
             d.Ux, d.lu_w, d.x, *self._GO, d.out, d.info)
         if status == 2:
             status = self._robust_solve()
+        _chi2(d.out, self._res_at, d.info)
+        if status == 0 and self.config.covariance:
+            status = _covariance(self._Lp, self._Li, d.Lx, self._Up, self._Ui, d.Ux, self._soft_pos, *self._GO,
+                                 d.cov_x, d.cov_out, self.model.n_joints, len(lay.contacts), d.cov)
         if status != 0:
             self._raise_input_error(status)
         return d.out
@@ -393,11 +489,21 @@ class Estimator(EstimatorInterface):
         A = sp.csr_matrix((d.Ax, self._Ai, self._Ap), shape=(self._N, self._N)).tocsc()
         gather(*self._GR, d.rsrc, d.x)
         try:
-            d.x[:] = splu(A).solve(d.x)
+            lu = splu(A)
+            d.x[:] = lu.solve(d.x)
         except RuntimeError:
             return 2
         gather(*self._GO, d.x, d.out)
-        return 0 if np.all(np.isfinite(d.out)) else 2
+        if self.config.covariance:                 # _covariance with these factors: unit right-hand sides
+            E = np.zeros((self._N, len(self._soft_pos)))
+            E[self._soft_pos, np.arange(len(self._soft_pos))] = 1.0
+            Op, Oi, Ox = self._GO
+            Y = sp.csr_matrix((Ox, Oi, Op), shape=(self._n_out, self._N)) @ lu.solve(E)
+            nj, nc = self.model.n_joints, len(self._layout.contacts)
+            d.cov[:nj] = np.sum(Y[:nj] ** 2, axis=1)
+            W = Y[nj:nj + 6 * nc].reshape(nc, 6, -1)
+            d.cov[nj:] = np.einsum("cak,cbk->cab", W, W).ravel()
+        return 0 if np.all(np.isfinite(d.out)) and np.all(np.isfinite(d.cov)) else 2
 
     def _pack(self, q, dq, ddq, y) -> tuple:
         """The inputs as float64 vectors of the right sizes (``ValueError`` naming the input): the
@@ -485,3 +591,39 @@ def _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_y,
         if not np.isfinite(out[k]):
             return 2
     return 0
+
+
+@njit
+def _covariance(Lp, Li, Lx, Up, Ui, Ux, soft_pos, GOp, GOi, GOx, x, out, nj, nc, cov):
+    """The posterior covariance of the outputs by the generic path: the whitened noise of every soft
+    row is a unit normal, so ``cov(out) = Σ_k (O K⁻¹ e_k)(O K⁻¹ e_k)ᵀ`` over the soft rows ``k``
+    (one substitution each with the tick's factors). ``cov``: the ``nj`` torque variances, then
+    the 6 × 6 block of each of the ``nc`` contact wrenches. Returns 0, or 2 when one is not finite."""
+    for k in range(cov.shape[0]):
+        cov[k] = 0.0
+    for s in range(soft_pos.shape[0]):
+        for k in range(x.shape[0]):
+            x[k] = 0.0
+        x[soft_pos[s]] = 1.0
+        lu_solve(Lp, Li, Lx, Up, Ui, Ux, x)
+        gather(GOp, GOi, GOx, x, out)
+        for k in range(nj):
+            cov[k] += out[k] * out[k]
+        for c in range(nc):
+            o, b = nj + 6 * c, nj + 36 * c
+            for a in range(6):
+                for e in range(6):
+                    cov[b + 6 * a + e] += out[o + a] * out[o + e]
+    for k in range(cov.shape[0]):
+        if not np.isfinite(cov[k]):
+            return 2
+    return 0
+
+
+@njit
+def _chi2(out, start, info):
+    """``info[3]``: the squared norm of the whitened residual ``out[start:]``."""
+    s = 0.0
+    for k in range(start, out.shape[0]):
+        s += out[k] * out[k]
+    info[3] = s

@@ -82,6 +82,12 @@ class EstimatorInterface(ABC):
         """Why the contact subset ``mask`` has no well-posed estimate, or None (fixed contacts: always None)."""
         return None
 
+    def weak_directions(self) -> dict:
+        """``{contact subset label: (component, ...)}``: the contact components the sensors do not
+        determine at the nominal stance (all joints at zero), whose estimate there is the prior's
+        (:meth:`.estimator.Estimator.nominal_check`); subsets without any are left out."""
+        return {}
+
     def kernel(self) -> tuple | None:
         """``(ip, state)``: the constant and state arguments of the compiled structured tick of
         this estimator (the replay's batch loop calls it directly), or None when it has none."""

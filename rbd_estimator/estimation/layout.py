@@ -11,7 +11,12 @@ unactuated floating base has ``f_0 = 0`` (its ``τ_0 = 0``) while its accelerati
 
 Equations (rows) ``A d = r`` with ``r = -b``: *hard* rows are the Newton–Euler equations (3a), (3f),
 (3τ); *soft* rows are the sensors (16), each divided by its standard deviation (whitened), so that
-redundant sensors are combined by weighted least squares.
+redundant sensors are combined by weighted least squares. With ``joint_acceleration_stddev > 0`` the
+joint accelerations are unknowns ``q̈`` (the last columns) and the given ones a measurement of them
+(Nori's rows 7q̈ made soft, BERDY's ``DOF_ACCELERATION_SENSOR``); then come the *prior* rows, a
+zero-mean Gaussian prior on every contact component ``h_c`` (standard deviation
+``contact_prior_stddev`` × the robot's weight): the soft rows are the negative log-posterior of a
+maximum a posteriori estimate, which exists at every pose (docs/probabilistic_model.md).
 
 Matrix entries are ``A[k] = Σ coef · src[idx]`` over a source vector whose only state-dependent
 part is the 36 entries of every ``ⁱX_λ(i)`` (filled by :mod:`.kinematics`); ``src[0] = 1`` carries
@@ -31,6 +36,15 @@ from ..model.forward_kinematics import motion_axes
 from ..model.robot_model import FIXED, FREE, RobotModel
 from ..sensors.base import featherstone_to_boundary, slices
 from .config import SensorConfig
+
+#: the names of a wrench's components at the boundary, ``[fx, fy, fz, tx, ty, tz]``
+BOUNDARY = ("fx", "fy", "fz", "tx", "ty", "tz")
+
+
+def featherstone_names() -> tuple[str, ...]:
+    """Boundary names of the Featherstone components ``[n; f]`` of a wrench."""
+    return BOUNDARY[3:] + BOUNDARY[:3]
+
 
 # Contact models B_c (columns in Featherstone order [n; f] of the contact frame) and the names of
 # their unknown components at the boundary ([fx, fy, fz, tx, ty, tz]).
@@ -52,7 +66,8 @@ class Column:
 
 @dataclass
 class SoftRow:
-    """A whitened measurement row: sensor name, component label."""
+    """A whitened measurement row (sensor name, component label): a sensor's, a joint acceleration's
+    (sensor ``joint_acceleration``) or the prior's (sensor ``prior``, after every measurement)."""
     sensor: str
     label: str
 
@@ -61,12 +76,14 @@ class SystemLayout:
     """Builds the sparse maps of Nori's system for one model and one sensor configuration; the
     :class:`~rbd_estimator.sensors.RowWriter` the sensors write their rows with.
 
-    Attributes after construction: ``n`` (unknowns), ``m_hard``, ``m_soft``; ``A_map`` (m × n·|src|
+    Attributes after construction: ``n`` (unknowns), ``m_hard``, ``m_soft`` (= ``m_sensor``
+    measurement rows + ``m_prior`` prior rows; ``prior=False`` leaves the prior out, for the
+    calibration's fit of offsets); ``A_map`` (m × n·|src|
     as COO triplets row, col, src index, coefficient), ``r_map`` (sparse m × |rsrc|), ``out_map``
     (sparse outputs × n), the offsets of every input in ``rsrc``, and labels for messages.
     """
 
-    def __init__(self, model: RobotModel, config: SensorConfig):
+    def __init__(self, model: RobotModel, config: SensorConfig, prior: bool = True):
         if model.floating_base != config.floating_base:
             raise ConfigError(f"parameter 'floating_base' is {config.floating_base} but the model was built "
                               f"with floating_base={model.floating_base}")
@@ -85,8 +102,13 @@ class SystemLayout:
         self._hard_rows()
         self.m_hard = len(self.row_labels)
         self._soft_rows()
+        self._acceleration_rows()
+        self.m_sensor = len(self.row_labels) - self.m_hard      # measurement rows: sensors, q̈
+        if prior:
+            self._prior_rows()
         self.m = len(self.row_labels)
         self.m_soft = self.m - self.m_hard
+        self.m_prior = self.m_soft - self.m_sensor
         self._outputs()
 
     # ------------------------------------------------------------------ unknowns
@@ -118,6 +140,10 @@ class SystemLayout:
             B[list(comps), range(len(comps))] = 1.0
             self.contacts.append((c, frame, B))
             self._add_column("h", c.name, len(comps))
+        self.measured_acceleration = self.config.joint_acceleration_stddev > 0.0
+        if self.measured_acceleration:
+            for joint in m.joint_names:
+                self._add_column("qdd", joint, 1)
 
     def _frame(self, name, parameter):
         try:
@@ -185,9 +211,11 @@ class SystemLayout:
                 if p >= 0:
                     self._transform_block(r0, self.col("a", m.body_names[p]), i, -1.0)
                 k = self._joint_index.get(m.body_joint_names[i], -1)
+                if k >= 0 and self.measured_acceleration:       # - S_i q̈_i with q̈_i unknown
+                    self._block(r0, self.col("qdd", m.joint_names[k]), S[:, None], -1.0)
                 for a in range(6):
                     self.rhs.append((r0 + a, self.r_c + 6 * i + a, 1.0))
-                    if k >= 0 and S[a] != 0.0:                   # (7q̈_i) substituted
+                    if k >= 0 and S[a] != 0.0 and not self.measured_acceleration:   # (7q̈_i) substituted
                         self.rhs.append((r0 + a, self.r_qdd + k, float(S[a])))
                     if p < 0:
                         self.rhs.append((r0 + a, self.r_xa0 + 6 * i + a, 1.0))
@@ -217,6 +245,33 @@ class SystemLayout:
             self._writing = sensor
             sensor.rows(self)
         self._writing = None
+
+    def _acceleration_rows(self):
+        """``q̈_j / σ_a = q̈ᵐ_j / σ_a``: the given joint accelerations as a measurement (σ_a the
+        ``joint_acceleration_stddev``), when they are unknowns."""
+        if not self.measured_acceleration:
+            return
+        w = 1.0 / self.config.joint_acceleration_stddev
+        for k, joint in enumerate(self.model.joint_names):
+            self.soft_rows.append(SoftRow("joint_acceleration", joint))
+            r = self._new_rows([f"joint acceleration: {joint}"])
+            self.triplets.append((r, self.col("qdd", joint), 0, w))
+            self.rhs.append((r, self.r_qdd + k, w))
+
+    def _prior_rows(self):
+        """``h_c,k / σ_k = 0``: the zero-mean prior on every contact component, ``σ_k`` the
+        ``contact_prior_stddev`` times the robot's weight (N) for a force, times the weight and
+        1 m (N·m) for a torque."""
+        m = self.model
+        weight = float(sum(I[5, 5] for I in m.inertias)) * float(np.linalg.norm(m.gravity))
+        sigma = self.config.contact_prior_stddev * max(weight, 1.0)
+        names = featherstone_names()
+        for c, _, B in self.contacts:
+            col = self.col("h", c.name)
+            for b, comp in enumerate(CONTACT_COMPONENTS[c.type]):
+                self.soft_rows.append(SoftRow("prior", f"{c.name} {names[comp]}"))
+                r = self._new_rows([f"prior: {c.name} {names[comp]}"])
+                self.triplets.append((r, col + b, 0, 1.0 / sigma))
 
     # ------------------------------------------------------------------ the RowWriter of the sensors
     def frame(self, name, parameter):

@@ -77,11 +77,12 @@ class LoopEstimate:
 
     * ``tau``: actuator efforts ``τ_y = Gᵀ τ_q`` (N·m or N), in ``estimator.joint_names`` order
       (the independent coordinates);
-    * ``contact_wrenches``, ``joint_wrenches``, ``residual``, :meth:`contact`,
+    * ``contact_wrenches``, ``joint_wrenches``, ``residual``, ``contact_covariance``, :meth:`contact`,
       :attr:`base_acceleration`: as in :class:`~.estimator.Estimate`;
     * ``tree``: the spanning-tree :class:`~.estimator.Estimate`; its ``tau`` (``tau_tree``) holds
       the efforts of every spanning-tree joint with the loop-closure forces charged to them — not
-      a physical quantity on the joints of a loop, only its projection ``Gᵀ τ_q`` is.
+      a physical quantity on the joints of a loop, only its projection ``Gᵀ τ_q`` is;
+    * ``tau_variance``: ``None`` (the spanning tree's torque variances are ``tree.tau_variance``).
     """
 
     def __init__(self, tau: np.ndarray, tree: Estimate):
@@ -103,6 +104,18 @@ class LoopEstimate:
     @property
     def residual(self):
         return self.tree.residual
+
+    @property
+    def contact_covariance(self):
+        return self.tree.contact_covariance
+
+    chi2 = property(lambda self: self.tree.chi2, doc="the spanning tree's whitened residual's squared norm")
+    dof = property(lambda self: self.tree.dof, doc="its degrees of freedom")
+    condition = property(lambda self: self.tree.condition, doc="the spanning tree's condition estimate")
+
+    #: the actuator efforts' variance needs the spanning-tree torques' covariance, which the tick does
+    #: not form (only their variances): not given for a robot with loops
+    tau_variance = None
 
     def contact(self, name: str) -> np.ndarray:
         return self.tree.contact(name)
@@ -226,6 +239,9 @@ class LoopEstimator(EstimatorInterface):
 
     def switching(self):
         return self.estimator.switching()
+
+    def weak_directions(self) -> dict:
+        return self.estimator.weak_directions()
 
     @property
     def has_loops(self) -> bool:

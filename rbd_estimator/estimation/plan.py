@@ -62,7 +62,7 @@ class PlanReport:
     solver: str = "generic"   # the tick path: 'generic' (this factorisation) or 'structured'
 
     def summary(self) -> str:
-        kind = "weighted least squares (KKT)" if self.redundant else "square"
+        kind = "weighted least squares (KKT)" if self.system_size > self.n_unknowns else "square"
         return (f"[{self.solver} tick] {self.n_unknowns} unknowns, {self.n_equations} equations ({self.n_sensor_rows} sensor rows), "
                 f"{kind} system {self.system_size}×{self.system_size} with {self.nnz} nonzeros, fill-in "
                 f"{self.fill_in}, {self.n_blocks} diagonal blocks (largest {self.largest_block}), "

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..estimation import SensorConfig
 from ..runtime.input_core import CDR_ERROR
-from ..runtime.session import Session
+from ..runtime.session import FAULTS_TOPIC, VARIANCE_TOPIC, Session
 
 
 class ReplayError(RuntimeError):
@@ -94,14 +94,21 @@ class Replayer:
         self.js_topic = r(s.settings.joint_states_topic)
         self._sensor_slots = {r(i.topic): s.inputs.slot_index(i.key[1]) for i in self.handlers.values()
                               if i.key[0] == "sensor"}          # topic → input slot (read by the compiled loop)
-        # the output connections after the inputs': joint torques, contact wrenches, contact state (switchable)
-        outputs = ["~/joint_torques", *s.wrench_topics] + ["~/contact_state"] * s.contacts.switchable
+        # the output connections after the inputs': joint torques, contact wrenches, their uncertainty
+        # (covariance: true), contact state (switchable)
+        variance = [VARIANCE_TOPIC] if s.variance_encoder is not None else []
+        outputs = (["~/joint_torques", *s.wrench_topics] + variance + s.covariance_topics
+                   + ["~/contact_state"] * s.contacts.switchable + [FAULTS_TOPIC])
         self._output_index = {o: k for k, o in enumerate(outputs)}
         self.torque_topic = r("~/joint_torques")
         self.wrench_topics = [r(t) for t in s.wrench_topics]
+        self.variance_topic = r(VARIANCE_TOPIC) if variance else None
+        self.covariance_topics = [r(t) for t in s.covariance_topics]
         self.state_topic = r("~/contact_state") if s.contacts.switchable else None
+        self.faults_topic = r(FAULTS_TOPIC)
         # the output encoders (templates: stamp and values set per estimate, in batches here)
-        self._templates = [s.torque_encoder, *s.wrench_encoders]
+        self._templates = [s.torque_encoder, *s.wrench_encoders] + [s.variance_encoder] * len(variance) \
+            + list(s.covariance_encoders)
         self.tick_on_js = s.tick_on_js
         self.period_ns = int(round(1e9 / s.settings.rate_hz))
         self._next_timer = None
@@ -178,7 +185,7 @@ class Replayer:
         undecodable, i, n = {}, 0, len(batch)
         while i < n:
             i_stop, k, code = fast.run(self.inputs.I, self.inputs.F, batch.conn, batch.time, batch.data, batch.start,
-                                       batch.length, slot_of, i, self._main_ok(), K, *res, 0)
+                                       batch.length, slot_of, i, self._main_ok(), self._chi2_max(), K, *res, 0)
             self.core.ticks += k
             self.core.outputs += k
             if k:
@@ -214,6 +221,12 @@ class Replayer:
         none = frozenset()
         return self.plans.lookup(none)[0] is self.plans.main and self.core.last_missing == (none, False, None)
 
+    def _chi2_max(self) -> float:
+        """The fault monitor's limit for the main plan's residual (inf without a monitor); the main
+        plan is a structured :class:`~rbd_estimator.estimation.Estimator` (its ``kernel()`` runs)."""
+        faults, dof = self.core.faults, self.plans.main.estimator.residual_dof
+        return faults.limit(dof) if faults is not None and dof > 0 else np.inf
+
     def _slot_of(self, topics, fast) -> np.ndarray:
         slot_of = np.full(len(topics), fast.NOT_INPUT, dtype=np.int64)
         for c, topic in enumerate(topics):
@@ -229,21 +242,24 @@ class Replayer:
         return slot_of
 
     def _results_for(self, n: int):
+        """Result rows of the compiled loop: torques, wrenches, the covariance buffer (empty when
+        not published), log times, stamps, triggering messages."""
         nj, nc = len(self.joint_names), len(self.contact_names)
         m = max(1, n)
-        return (np.zeros((m, nj)), np.zeros((m, 6 * nc)), np.zeros(m, np.int64), np.zeros(m, np.int64),
-                np.zeros(m, np.int64))
+        ncov = (nj + 36 * nc) if self.covariance_topics else 0
+        return (np.zeros((m, nj)), np.zeros((m, 6 * nc)), np.zeros((m, ncov)), np.zeros(m, np.int64),
+                np.zeros(m, np.int64), np.zeros(m, np.int64))
 
     def _segment(self, batch, n_in: int, a: int, b: int, res, nt: int):
         """Input messages ``a…b`` of ``batch`` interleaved with the ``nt`` estimates in ``res`` (each
         set right after the joint state that triggered it), as one batch."""
         from .bag_io import RawBatch
-        tau, w, times, stamps, msg = (x[:nt] for x in res)
-        per = 1 + len(self.contact_names)
+        tau, w, cov, times, stamps, msg = (x[:nt] for x in res)
+        per = len(self._templates)
         src_start, src_len = batch.start[a:b + 1], batch.length[a:b + 1]
         d0 = int(src_start.min()) if b >= a else 0
         d1 = int((src_start + src_len).max()) if b >= a else 0
-        est = self._encode(tau, w, stamps)                                # per payload kind: (nt, bytes)
+        est = self._encode(tau, w, cov, stamps)                           # per payload kind: (nt, bytes)
         lengths = np.array([e.shape[1] for e in est], np.int64)
         est_start = (d1 - d0) + np.concatenate(([0], np.cumsum(lengths * nt)[:-1]))
         # order: input i after the estimates of the ticks of earlier messages; tick t's after its message
@@ -261,21 +277,27 @@ class Replayer:
         data = np.concatenate([batch.data[d0:d1]] + [e.ravel() for e in est])
         return RawBatch(conn, time, data, start, length)
 
-    def _encode(self, tau, w, stamps):
+    def _encode(self, tau, w, cov, stamps):
         """The output messages of ``len(stamps)`` estimates, serialized as the node publishes them
         (:mod:`~rbd_estimator.runtime.cdr` templates with the stamp and the values set): one
-        ``(ticks, bytes)`` array for the joint torques, then one per contact."""
+        ``(ticks, bytes)`` array for the joint torques, then one per contact, then the torque
+        variances and one covariance per contact when they are published."""
         nt = len(stamps)
         sec, nsec = np.divmod(stamps, 1_000_000_000)
         stamp = np.empty((nt, 2), "<i4")
         stamp[:, 0] = sec
         stamp[:, 1] = nsec.astype("<u4").view("<i4")
         out = []
-        values = [tau] + [w[:, 6 * c:6 * c + 6] for c in range(len(self.contact_names))]
+        nj, nc = tau.shape[1], len(self.contact_names)
+        values = [tau] + [w[:, 6 * c:6 * c + 6] for c in range(nc)]
+        if self.variance_topic is not None:
+            values.append(cov[:, :nj])
+        values += [cov[:, nj + 36 * c:nj + 36 * c + 36] for c in range(len(self.covariance_topics))]
         for enc, v in zip(self._templates, values):
             e = np.empty((nt, len(enc.buf)), np.uint8)
             e[:] = np.frombuffer(enc.buf, np.uint8)
-            e[:, enc.stamp_offset:enc.stamp_offset + 8] = stamp.view(np.uint8)
+            if enc.stamp_offset >= 0:
+                e[:, enc.stamp_offset:enc.stamp_offset + 8] = stamp.view(np.uint8)
             o = enc.offsets[0]
             e[:, o:o + 8 * v.shape[1]] = np.ascontiguousarray(v, "<f8").view(np.uint8).reshape(nt, 8 * v.shape[1])
             out.append(e)
@@ -284,7 +306,7 @@ class Replayer:
     def _collect_rows(self, res, nt: int) -> None:
         if not self.collect or not nt:
             return
-        tau, w, times, stamps, _ = res
+        tau, w, _, times, stamps, _ = res
         self.times.extend(times[:nt].tolist())
         self.stamps.extend(stamps[:nt].tolist())
         self.tau.extend(np.array(tau[:nt]))

@@ -19,7 +19,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, String
 
 from ..runtime import cdr
 from .fast_spin import WaitSetSpinner
@@ -31,7 +31,7 @@ INPUT_QOS = QoSProfile(depth=1, history=QoSHistoryPolicy.KEEP_LAST, reliability=
 TRIGGER_QOS = QoSProfile(depth=32, history=QoSHistoryPolicy.KEEP_LAST, reliability=QoSReliabilityPolicy.BEST_EFFORT)
 #: The ROS message class of each type a session reads or writes.
 MESSAGES = {cdr.JOINT_STATE: JointState, cdr.IMU: Imu, cdr.WRENCH_STAMPED: WrenchStamped,
-            cdr.FLOAT64_MULTI_ARRAY: Float64MultiArray}
+            cdr.FLOAT64_MULTI_ARRAY: Float64MultiArray, cdr.STRING: String}
 
 
 class TickThread:

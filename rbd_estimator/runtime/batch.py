@@ -14,7 +14,7 @@ estimate, a joint state with a new name layout, undecodable bytes, an input it d
 from __future__ import annotations
 
 
-from ..estimation.structured import H_SINFO, H_SOUT, compiled_tick
+from ..estimation.structured import H_SCOV, H_SINFO, H_SOUT, H_STAIL, compiled_tick
 from . import input_core as core
 from ..jit import njit
 
@@ -28,21 +28,23 @@ _kernel = compiled_tick()
 
 
 @njit
-def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau, res_w, res_time, res_stamp,
-        res_msg, k0):
+def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, chi2_max, K, res_tau, res_w, res_cov, res_time,
+        res_stamp, res_msg, k0):
     """Messages ``i0…`` of a batch (connection index ``conn[i]``, log time ``time[i]`` in ns, bytes
     ``data[start[i]:start[i] + length[i]]``; ``slot_of[conn]`` the input slot) through the input
     handling and, on every ready joint state, the main plan's estimate (``K``: the structured
-    kernel's arguments; ``main_ok``: the node's state is "all sensors fresh, main plan"). Results
+    kernel's arguments; ``main_ok``: the node's state is "all sensors fresh, main plan"; an estimate
+    whose whitened residual's ``χ²`` exceeds ``chi2_max`` goes to Python, to the fault monitor). Results
     go to row ``k`` of ``res_tau`` (joint torques, N·m), ``res_w`` (contact wrenches, flattened
-    ``n_c × 6``), ``res_time`` (log time), ``res_stamp`` (joint-state stamp, ns), ``res_msg`` (the
+    ``n_c × 6``), ``res_cov`` (the estimate's covariance buffer: torque variances, then each contact's
+    6 × 6; zero columns when it is not published), ``res_time`` (log time), ``res_stamp`` (joint-state stamp, ns), ``res_msg`` (the
     triggering message) from ``k0`` on. Returns ``(i, k, code)``: the message where it stopped, the
     next result row, and why (:data:`DONE`: all handled; :data:`TICK_PENDING`: message ``i`` was
     taken in and its tick is for Python; otherwise message ``i`` was not taken in)."""
     k = k0
     nj, nw = res_tau.shape[1], res_w.shape[1]
     S, ip = K[1], K[0]
-    out = S[ip[H_SOUT]:ip[H_SINFO]]
+    out, cov = S[ip[H_SOUT]:ip[H_SINFO]], S[ip[H_SCOV]:ip[H_STAIL]]
     for i in range(i0, time.shape[0]):
         s = slot_of[conn[i]]
         if s == NOT_INPUT:
@@ -59,12 +61,14 @@ def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, K, res_tau,
         y, yidx = K[5], K[6]
         for j in range(y.shape[0]):                 # the plan's measurement vector (Plan.measurement)
             y[j] = F[yidx[j]]
-        if _kernel(K[0], K[1], K[2], K[3], K[4], y) != 0:
+        if _kernel(K[0], K[1], K[2], K[3], K[4], y) != 0 or S[ip[H_SINFO] + 3] > chi2_max:
             return i, k, TICK_PENDING
         for j in range(nj):
             res_tau[k, j] = out[j]
         for j in range(nw):
             res_w[k, j] = out[nj + j]
+        for j in range(res_cov.shape[1]):
+            res_cov[k, j] = cov[j]
         res_time[k] = time[i]
         res_stamp[k] = I[I[core.H_SLOTS] + core.S_STAMP]
         res_msg[k] = i

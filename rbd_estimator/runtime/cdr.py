@@ -160,23 +160,24 @@ class MessageTemplate:
     names and frame ids before them. :attr:`buf` is the message with a zero stamp and zero values.
     """
 
-    def __init__(self, typename: str, build, sizes):
+    def __init__(self, typename: str, build, sizes, stamped: bool = True):
         ts = _typestore()
         self.typename, self.sizes = typename, tuple(int(n) for n in sizes)
         for attempt, stamp in enumerate(_STAMP_SENTINELS):
             blocks = [-(1.0 + np.arange(n) + 1000.0 * (k + 1)) * (1e-300 + attempt * 1e-250)
                       for k, n in enumerate(self.sizes)]
             buf = bytearray(ts.serialize_cdr(build(stamp, blocks), typename))
-            marks = [_STAMP.pack(*stamp)] + [np.asarray(b, "<f8").tobytes() for b in blocks]
+            marks = [_STAMP.pack(*stamp) if stamped else b""] + [np.asarray(b, "<f8").tobytes() for b in blocks]
             if all(buf.count(m) == 1 for m in marks if m):
                 break
         else:
             raise CdrError(f"cannot locate the stamp and the values in a serialized {typename}")
-        self.stamp_offset = buf.index(marks[0])
+        self.stamp_offset = buf.index(marks[0]) if stamped else -1       # -1: a message without a header
         self.offsets = tuple(buf.index(m) if m else len(buf) for m in marks[1:])
         ts.deserialize_cdr(bytes(buf), typename)       # the library reads back what it wrote
         self.buf = buf
-        _STAMP.pack_into(buf, self.stamp_offset, 0, 0)
+        if stamped:
+            _STAMP.pack_into(buf, self.stamp_offset, 0, 0)
         self._blocks = [np.frombuffer(buf, "<f8", n, o) for n, o in zip(self.sizes, self.offsets)]
         for view in self._blocks:
             view[:] = 0.0
@@ -185,7 +186,8 @@ class MessageTemplate:
         """The message with the header stamp ``sec``, ``nanosec`` and one array of values per block
         (written into :attr:`buf`; the bytes returned are a copy, as rclpy's ``publish`` and
         rosbags' ``write`` take them)."""
-        _STAMP.pack_into(self.buf, self.stamp_offset, sec, nanosec)
+        if self.stamp_offset >= 0:
+            _STAMP.pack_into(self.buf, self.stamp_offset, sec, nanosec)
         for view, v in zip(self._blocks, values):
             view[:] = v
         return bytes(self.buf)
@@ -239,5 +241,32 @@ class WrenchStampedEncoder(MessageTemplate):
         super().__init__(WRENCH_STAMPED, build, (6,))
 
 
-__all__ = ["CdrError", "decode", "DECODERS", "MessageTemplate", "JointTorquesEncoder", "ContactStateEncoder",
+def encode_string(text: str) -> bytes:
+    """A ``std_msgs/String`` serialized by rosbags (an event's message: not per tick)."""
+    ts = _typestore()
+    return bytes(ts.serialize_cdr(ts.types[STRING](data=text), STRING))
+
+
+class CovarianceEncoder(MessageTemplate):
+    """``std_msgs/Float64MultiArray`` holding one contact wrench's 6 × 6 covariance, row-major:
+    two dimensions labelled ``fx fy fz tx ty tz`` (sizes 6, strides 36 and 6), units N², N²·m,
+    N²·m² (what the node publishes on ``~/contact_wrenches/<contact>/covariance``; the type has no
+    header: it follows the wrench of the same tick on its topic). ``encode(sec, nanosec, C)``
+    (the stamp is not written)."""
+
+    def __init__(self):
+        from ..estimation.layout import BOUNDARY      # the components at the boundary, as the dimensions say
+        label = " ".join(BOUNDARY)
+
+        def build(stamp, blocks):
+            ts = _typestore()
+            dim = ts.types["std_msgs/msg/MultiArrayDimension"]
+            layout = ts.types["std_msgs/msg/MultiArrayLayout"](
+                dim=[dim(label=label, size=6, stride=36), dim(label=label, size=6, stride=6)], data_offset=0)
+            return ts.types[FLOAT64_MULTI_ARRAY](layout=layout, data=np.asarray(blocks[0], np.float64))
+
+        super().__init__(FLOAT64_MULTI_ARRAY, build, (36,), stamped=False)
+
+
+__all__ = ["CdrError", "CovarianceEncoder", "encode_string", "decode", "DECODERS", "MessageTemplate", "JointTorquesEncoder", "ContactStateEncoder",
            "WrenchStampedEncoder", "JOINT_STATE", "IMU", "WRENCH_STAMPED", "FLOAT64_MULTI_ARRAY", "STRING"]

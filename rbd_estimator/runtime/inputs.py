@@ -293,6 +293,13 @@ class SensorInputs:
         self._jt_index = {j: self.joint_names.index(j) for j in self.jt_names if j in self.joint_names}
         self.sensor_names = tuple(self.slots)
         self._missing_sets = {0: _EMPTY}
+        self.excluded = 0                  # bit mask over sensor_names: sensors the fault monitor excludes
+
+    def exclude(self, name: str, on: bool = True) -> None:
+        """Count ``name`` as missing (``on``) whatever its samples, or not any more: a sensor the fault
+        monitor (:mod:`~rbd_estimator.runtime.faults`) found inconsistent takes the lost-sensor path."""
+        bit = 1 << self.sensor_names.index(name)
+        self.excluded = (self.excluded | bit) if on else (self.excluded & ~bit)
 
     def _carry_over(self, old_I, old_F, old_slots) -> None:
         """Copy what a reconfiguration keeps from the previous state (see :meth:`configure`)."""
@@ -413,8 +420,9 @@ class SensorInputs:
 
     # ------------------------------------------------------------------ tick
     def missing(self, now_ns: int) -> frozenset:
-        """Sensors of the configuration without a fresh sample at ``now_ns``."""
-        mask = core.missing_mask(self.I, now_ns)
+        """Sensors of the configuration without a fresh sample at ``now_ns``, and those excluded
+        (:meth:`exclude`)."""
+        mask = core.missing_mask(self.I, now_ns) | self.excluded
         hit = self._missing_sets.get(mask)
         if hit is None:
             names = self.sensor_names

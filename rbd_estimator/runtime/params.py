@@ -71,6 +71,16 @@ class NodeSettings:
     contact_command_timeout: float = parameter("seconds after which a contact command no longer counts (the "
                                                "commanded contacts are then taken as in contact); 0: never", 0.5,
                                                ge=0.0, change=LIVE)
+    fault_false_alarm_rate: float = parameter(
+        "per-tick false-alarm rate of the χ² test on the whitened residual that finds an inconsistent sensor, "
+        "isolates and excludes it (runtime/faults.py); 0: off", 1e-6, ge=0.0, le=0.5, change=LIVE)
+    fault_start_delay: float = parameter("seconds after the first estimate (activation) before the χ² test starts: "
+                                         "the derivative filter's start-up", 0.1, ge=0.0, change=LIVE)
+    fault_recovery_time: float = parameter("seconds an excluded sensor must stay consistent with the others before "
+                                           "it is used again", 1.0, ge=0.0, change=LIVE)
+    condition_warn_below: float = parameter("/diagnostics reports WARN when the tick's condition estimate (the "
+                                            "smallest pivot ratio of its factorisation) falls below this", 1e-10,
+                                            ge=0.0, change=LIVE)
     strict_model: bool = parameter("true: refuse a robot description with physically inconsistent inertias or "
                                    "massless moving subtrees (ModelError) instead of loading it with a warning per "
                                    "link", False, change=CONFIGURE)

@@ -40,6 +40,7 @@ from .inputs import SensorInputs
 from .params import NodeSettings
 from .plans import PlanSet, gil_yielding, without
 from .stats import RollingStats
+from .faults import FaultMonitor
 from .tick import TickCore
 from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
 
@@ -64,6 +65,14 @@ class Input:
     trigger: bool = False
 
 
+#: the joint torques' posterior variances ((N·m)²), a ``sensor_msgs/JointState`` like ``~/joint_torques``
+#: with the variances as ``effort`` (docs/probabilistic_model.md)
+VARIANCE_TOPIC = "~/joint_torque_variance"
+#: the sensors the fault monitor excludes (``std_msgs/String``, names separated by ", "; empty: none),
+#: emitted when the set changes
+FAULTS_TOPIC = "~/sensor_faults"
+
+
 @dataclass(frozen=True)
 class Output:
     """A topic the session emits on (private topics: ``~/…``), with its ROS type."""
@@ -86,10 +95,21 @@ class Pending:
 
 
 def encoders_for(estimator, contacts: ContactState) -> tuple:
-    """``(joint torques, [contact wrenches], contact state or None)`` encoders of a set's outputs."""
+    """``(joint torques, [contact wrenches], contact state or None, joint-torque variance or None,
+    [contact-wrench covariances])`` encoders of a set's outputs (the uncertainty's: :func:`uncertainty_of`)."""
+    variance, covariance = uncertainty_of(estimator)
     return (cdr.JointTorquesEncoder(estimator.joint_names),
             [cdr.WrenchStampedEncoder(f) for f in estimator.contact_frames],
-            cdr.ContactStateEncoder(contacts.names) if contacts.switchable else None)
+            cdr.ContactStateEncoder(contacts.names) if contacts.switchable else None,
+            cdr.JointTorquesEncoder(estimator.joint_names) if variance else None,
+            [cdr.CovarianceEncoder() for _ in estimator.contact_frames] if covariance else [])
+
+
+def uncertainty_of(estimator) -> tuple[bool, bool]:
+    """Whether the estimates of ``estimator`` carry the joint torques' variances and the contact
+    wrenches' covariances (``covariance: true``; no torque variances for a robot with loops)."""
+    on = bool(estimator.config.covariance)
+    return on and not estimator.has_loops, on
 
 
 def advice(exc: BaseException) -> str:
@@ -155,7 +175,10 @@ class Session:
         self.run_job = lambda job: job()
         self.core = TickCore(self._on_missing_changed, lambda plans, missing: self.run_job(partial(plans.prepare, missing)),
                              self._on_estimate_failure, self._on_subset_changed)
+        self._faults_shown = ()               # the excluded sensors last emitted on ~/sensor_faults
+        self._sync_faults()
         self.latency = RollingStats(4096)
+        self.condition = RollingStats(4096)   # the ticks' condition estimates (Estimate.condition)
         self.oracle, self.oracle_error = make_oracle(xml, config, est, settings) if cross_check else (None, "")
         self.oracle_checks = 0
         self.oracle_residual = self.oracle_base_residual = float("nan")
@@ -176,12 +199,16 @@ class Session:
         self.tick_on_js = settings.tick == "joint_states"
         self.jt_from_js = bool(config.joint_torque_sensors) and \
             settings.joint_torque_source() == settings.joint_states_topic
-        self.torque_encoder, self.wrench_encoders, self.state_encoder = encoders
+        (self.torque_encoder, self.wrench_encoders, self.state_encoder, self.variance_encoder,
+         self.covariance_encoders) = encoders
         self.wrench_topics = [f"~/contact_wrenches/{c}" for c in est.contact_names]
+        self.covariance_topics = [f"{t}/covariance" for t in self.wrench_topics][:len(self.covariance_encoders)]
 
     def reset(self) -> None:
         """Forget every sample (activate); the counters stay."""
         self.inputs.reset()
+        if self.core.faults is not None:
+            self.core.faults.restart()
         self.core.last_missing = self.core.last_subset = None
         self.status = (OK, "active, waiting for joint states")
         self.subset_status = None
@@ -219,7 +246,12 @@ class Session:
         est = (plans or self.plans).main.estimator
         out = [Output("~/joint_torques", cdr.JOINT_STATE), Output("~/contact_state", cdr.JOINT_STATE)]
         out += [Output(f"~/contact_wrenches/{c}", cdr.WRENCH_STAMPED) for c in est.contact_names]
-        return out
+        variance, covariance = uncertainty_of(est)
+        if variance:
+            out.append(Output(VARIANCE_TOPIC, cdr.JOINT_STATE))
+        if covariance:
+            out += [Output(f"~/contact_wrenches/{c}/covariance", cdr.FLOAT64_MULTI_ARRAY) for c in est.contact_names]
+        return out + [Output(FAULTS_TOPIC, cdr.STRING)]
 
     def check(self, config, settings) -> bool:
         """Whether ``config`` changes the estimation problem (a new plan is needed); if it changes
@@ -230,6 +262,7 @@ class Session:
         old = self.settings
         self.config, self.settings = config, settings
         self.inputs.configure(config, settings)
+        self._sync_faults()
         if settings.oracle_every_n and self.oracle is None and not old.oracle_every_n:
             self.oracle, self.oracle_error = make_oracle(self.xml, config, self.estimator, settings)
         return False
@@ -274,10 +307,31 @@ class Session:
         self.inputs = pending.inputs
         self.core.joining(frozenset(pending.config.sensor_names) - before, self.inputs)
         self.core.last_missing = self.core.last_subset = None
+        if self.core.faults is not None:           # a new sensor set: every sensor is in again
+            self.core.faults.reset(self.inputs)
+        self._sync_faults()
         self.swaps += 1
         if old is not pending.plans:
             old.close()
         self.log(OK, "reconfigured: the new sensor set is in use")
+
+    def _sync_faults(self) -> None:
+        """The fault monitor of the settings (``fault_false_alarm_rate``; 0: none), its exclusions
+        applied to the inputs (which a reconfiguration of the inputs clears)."""
+        s, core = self.settings, self.core
+        if not s.fault_false_alarm_rate:
+            if core.faults is not None:
+                core.faults.reset(self.inputs)
+            core.faults = None
+            return
+        if core.faults is None or core.faults.alpha != s.fault_false_alarm_rate:
+            flagged = core.faults.flagged if core.faults is not None else {}
+            core.faults = FaultMonitor(s.fault_false_alarm_rate, s.fault_recovery_time, self._say, s.fault_start_delay)
+            core.faults.flagged.update(flagged)
+        core.faults.recovery_ns = int(round(s.fault_recovery_time * 1e9))
+        core.faults.start_delay_ns = int(round(s.fault_start_delay * 1e9))
+        for name in core.faults.flagged:
+            self.inputs.exclude(name)
 
     # ------------------------------------------------------------------ input handlers
     def on_joint_state(self, raw, now: int) -> int:
@@ -327,16 +381,26 @@ class Session:
         out = self.core.tick(self.inputs, self.plans, now, self.contacts)
         emit = self.emit
         sec, nsec = divmod(stamp, 1_000_000_000)
+        faults = self.core.faults
+        if faults is not None and emit is not None and tuple(faults.flagged) != self._faults_shown:
+            self._faults_shown = tuple(faults.flagged)
+            emit(FAULTS_TOPIC, now, cdr.encode_string(", ".join(sorted(faults.flagged))))
         if self.state_encoder is not None and emit is not None:
             c = self.contacts
             emit("~/contact_state", now, self.state_encoder.encode(sec, nsec, c.position, c.source, c.force))
         if out is None:
             return None
         plan, r = out
+        self.condition.add(r.condition)
         if emit is not None:
             emit("~/joint_torques", now, self.torque_encoder.encode(sec, nsec, r.tau))
             for topic, enc, w in zip(self.wrench_topics, self.wrench_encoders, r.contact_wrenches):
                 emit(topic, now, enc.encode(sec, nsec, w))
+            if self.variance_encoder is not None:
+                emit(VARIANCE_TOPIC, now, self.variance_encoder.encode(sec, nsec, r.tau_variance))
+            for topic, enc, C in zip(self.covariance_topics, self.covariance_encoders,
+                                     r.contact_covariance if self.covariance_encoders else ()):
+                emit(topic, now, enc.encode(sec, nsec, C.reshape(36)))
         n = self.settings.oracle_every_n
         if self.oracle is not None and n and self.core.outputs % n == 0:
             self._cross_check(plan, r)
@@ -390,17 +454,20 @@ class Session:
                   "estimate", 1.0)
 
     def _on_missing_changed(self, missing, plan, reason) -> None:
-        names = ", ".join(sorted(missing))
+        faulty = sorted(missing.intersection(self.core.faults.flagged)) if self.core.faults is not None else []
+        lost = sorted(missing.difference(faulty))
+        names = ", ".join(["missing " + ", ".join(lost)] * bool(lost)
+                          + ["excluded as inconsistent " + ", ".join(faulty)] * bool(faulty))
         if not missing:
             self.status = (OK, "OK")
             self._say(OK, "all sensors fresh: full sensor set")
         elif plan is not None:
-            self.status = (WARN, f"DEGRADED: missing {names}")
-            self._say(WARN, f"DEGRADED: missing {names}; estimating with the remaining sensors")
+            self.status = (WARN, f"DEGRADED: {names}")
+            self._say(WARN, f"DEGRADED: {names}; estimating with the remaining sensors")
         else:
             why = reason or "preparing a plan for the remaining sensors"
-            self.status = (ERROR, f"ERROR: missing {names}: no well-posed sensor set ({why})")
-            self._say(ERROR, f"missing {names}: publishing nothing until they return ({why})")
+            self.status = (ERROR, f"ERROR: {names}: no well-posed sensor set ({why})")
+            self._say(ERROR, f"{names}: publishing nothing until they return ({why})")
 
     def _on_subset_changed(self, label, reason) -> None:
         if reason is None:
@@ -413,16 +480,20 @@ class Session:
                              f"contacts change ({reason})")
 
     def coverage_lines(self) -> list:
-        """``(level, text)`` lines on which contact subsets have a plan (switchable contacts)."""
+        """``(level, text)`` lines on which contact subsets have a plan (switchable contacts) and
+        which contact components the sensors leave to the prior at the nominal stance."""
+        weak = [(WARN, f"contacts {k}: at the nominal stance (joints at zero) the sensors do not determine "
+                       f"{', '.join(v)}; estimated with the prior's variance there (docs/probabilistic_model.md)")
+                for k, v in self.estimator.weak_directions().items()]
         sw = self.estimator.switching()
         if sw is None:
-            return []
+            return weak
         cov = sw.coverage()
         ok = [k for k, r in cov.items() if r is None]
         out = [(OK, f"contact subsets planned ({len(ok)} of {len(cov)}): {', '.join(ok)}")]
         out += [(WARN, f"contact subset {k} is ill-posed with these sensors (ERROR, no output, while it lasts): {r}")
                 for k, r in cov.items() if r is not None]
-        return out
+        return out + weak
 
     # ------------------------------------------------------------------ reporting
     def input_counts(self) -> tuple:
@@ -466,6 +537,15 @@ class Session:
         if self.oracle_residual > tol:
             level = max(level, WARN)
             message += f"; oracle residual {self.oracle_residual:.3g} N·m above tolerance {tol:g}"
+        if self.core.faults is not None:
+            values.update(self.core.faults.summary())
+        cond = self.condition.summary()
+        last = self.condition.last()
+        values.update(condition_last=last, condition_min=cond["min"], condition_warn_below=self.settings.condition_warn_below)
+        if last < self.settings.condition_warn_below:
+            level = max(level, WARN)
+            message += (f"; ill-conditioned: condition estimate {last:.3g} below {self.settings.condition_warn_below:g} "
+                        f"(a direction the sensors barely determine at this state: see the covariance)")
         inp = self.inputs
         for name, slot in [("joint_states", inp.joint_states)] + list(inp.slots.items()):
             values[f"{name}/fresh"] = slot.fresh(now)

@@ -1,4 +1,4 @@
-"""Rolling statistics of the last samples (tick latency): median, 99th percentile, maximum."""
+"""Rolling statistics of the last samples (tick latency, condition estimates): median, 99th percentile, extremes."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,11 +23,15 @@ class RollingStats:
     def count(self) -> int:
         return self._n
 
+    def last(self) -> float:
+        """The value added last (NaN when none)."""
+        return float(self._buf[(self._n - 1) % self.capacity]) if self._n else float("nan")
+
     def summary(self) -> dict:
-        """``{'median', 'p99', 'max', 'count'}`` over the values in the buffer (NaN when empty)."""
+        """``{'median', 'p99', 'max', 'min', 'count'}`` over the values in the buffer (NaN when empty)."""
         k = min(self._n, self.capacity)
         if k == 0:
-            return {"median": float("nan"), "p99": float("nan"), "max": float("nan"), "count": 0}
+            return {"median": float("nan"), "p99": float("nan"), "max": float("nan"), "min": float("nan"), "count": 0}
         vals = np.sort(self._buf[:k])
         return {"median": float(np.median(vals)), "p99": float(vals[min(k - 1, int(np.ceil(0.99 * k)) - 1)]),
-                "max": float(vals[-1]), "count": self._n}
+                "max": float(vals[-1]), "min": float(vals[0]), "count": self._n}

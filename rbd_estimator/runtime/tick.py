@@ -29,7 +29,7 @@ class TickCore:
 
     __slots__ = ("ticks", "outputs", "no_output", "estimate_failures", "nonfinite_outputs", "last_missing",
                  "plan_in_use", "on_missing_changed", "request_plan", "on_estimate_failure", "on_subset_changed",
-                 "last_subset", "ill_posed_subset_ticks", "_joining", "last_result")
+                 "last_subset", "ill_posed_subset_ticks", "_joining", "last_result", "faults")
 
     def __init__(self, on_missing_changed=None, request_plan=None, on_estimate_failure=None, on_subset_changed=None):
         """``on_subset_changed(label, reason)``: the contact subset changed (``reason``: why it has
@@ -38,6 +38,7 @@ class TickCore:
         self.request_plan = request_plan
         self.on_estimate_failure = on_estimate_failure
         self.on_subset_changed = on_subset_changed
+        self.faults = None               # a FaultMonitor (runtime/faults.py) screening every estimate, or None
         self._joining: dict = {}
         self.reset_counters()
 
@@ -106,6 +107,13 @@ class TickCore:
             self.nonfinite_outputs += 1
             self.no_output += 1
             return None
+        if self.faults is not None:          # the χ² test; a faulty sensor's estimate is replaced or dropped
+            screened = self.faults.screen(self, inputs, plans, plan, r, now, mask)
+            if screened is None:
+                self.no_output += 1
+                return None
+            plan, r = screened
+            self.plan_in_use = plan
         self.outputs += 1
         self.last_result = r
         return plan, r

@@ -52,10 +52,10 @@ Transforms use Featherstone's rotation + translation arithmetic (RBDA §2.8), in
 10-number rigid-body form, revolute joint rotations the precomputed ``E = cos q A + sin q B + C``.
 """
 from .build import TreeProblem, build
-from .layout import H_SINFO, H_SOUT, H_WH
+from .layout import H_SCOV, H_SINFO, H_SOUT, H_STAIL, H_WH
 from .solve import _qr_solve
 from .solver import StructuredSolver
 from .tick import _SIGNATURE, compiled_tick, structured_tick
 
-__all__ = ["StructuredSolver", "TreeProblem", "build", "compiled_tick", "structured_tick", "H_SINFO", "H_SOUT", "H_WH",
-           "_SIGNATURE", "_qr_solve"]
+__all__ = ["StructuredSolver", "TreeProblem", "build", "compiled_tick", "structured_tick", "H_SCOV", "H_SINFO",
+           "H_SOUT", "H_STAIL", "H_WH", "_SIGNATURE", "_qr_solve"]

@@ -168,6 +168,8 @@ def _build(est: TreeProblem) -> StructuredSolver:
         raise _NotApplicable("layout rows are not hard rows followed by sensor rows")
     if cfg.external_wrenches:
         raise _NotApplicable("known external wrenches are handled by the generic path")
+    if lay.measured_acceleration:
+        raise _NotApplicable("joint accelerations as a measurement are estimated by the generic path")
 
     # ---- unknowns left: z = (a_0 (floating), h)
     h_cols = [c for c in lay.columns if c.kind == "h"]
@@ -185,13 +187,17 @@ def _build(est: TreeProblem) -> StructuredSolver:
     XB = [fr.X.T @ B for _, fr, B in contacts]          # f^x = ⁱX*_F B_c h_c: the layout's (3f) block
 
     # ---- sensor rows from the layout, on observed quantities: a (IMU body), f (FT bodies; τ_j → S_jᵀ f_j), h
-    ms, mh = lay.m_soft, lay.m_hard
+    ms, mh = lay.m_sensor, lay.m_hard                     # the prior's rows (after them) add to N's diagonal
+    prior = np.zeros(NH)
     S = motion_axes(m)
     body_of_joint = {n: i for i, n in enumerate(m.body_joint_names)}
     body_of_name = {n: i for i, n in enumerate(m.body_names)}
     entries = []                                          # (soft row, group key, component, coefficient)
     for (r, c, s, v) in lay.triplets:
         if r < mh:
+            continue
+        if r >= mh + ms:                                  # prior: h_j / σ_j = 0
+            prior[c - h0] = v
             continue
         if s != 0:
             raise _NotApplicable("a sensor row has a state-dependent coefficient")
@@ -227,7 +233,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     rmap.update({lay.r_y + k: 4 + k for k in range(lay.n_y)})
     Rm = np.zeros((ms, NMSRC))
     for (r, s, v) in lay.rhs:
-        if r < mh:
+        if r < mh or r >= mh + ms:
             continue
         if s not in rmap:
             raise _NotApplicable("a sensor row's right-hand side has a state-dependent term")
@@ -295,12 +301,17 @@ def _build(est: TreeProblem) -> StructuredSolver:
     ksel = np.full(NB, -1, dtype=np.int64)
     for kk, b in enumerate(kept_bodies):
         ksel[b] = nj + NH + 6 * kk
+    below_body = [[ci for ci in range(NC) if below(int(cbody[ci]), i)] if tsel[i] >= 0 else [] for i in range(NB)]
+    cbp = np.concatenate([[0], np.cumsum([len(b) for b in below_body])]).astype(np.int64)
+    cbi = np.array([ci for b in below_body for ci in b], dtype=np.int64)
+    NCOV = nj + 6 * NC                                   # output rows of τ and of the contact wrenches
 
     # ---- tree data: the forward kinematics with the RNEA's forward pass; poses ⁱX_0 of the observed
     # and contact bodies (and the IMU's path)
     qix = np.asarray(est.joint_of_body, dtype=np.int64)
     tree = KinematicTree(m, qix, qix, imu=(int(est.imu[0]), est.imu[1], est.imu[2]),
-                         poses=tuple(int(k[1]) for k in groups) + tuple(int(b) for b in cbody), rnea=True)
+                         poses=tuple(int(k[1]) for k in groups) + tuple(int(b) for b in cbody)
+                         + tuple(int(i) for i in np.flatnonzero(tsel >= 0)) * bool(cfg.covariance), rnea=True)
     cpath = m.supports(cbody)[::-1].copy()         # bodies the contact wrenches flow through, leaves first
     eyeT = np.array([int(np.array_equal(m.E_tree[i], np.eye(3))) for i in range(NB)], dtype=np.int64)
     solc = np.full(6, -1, dtype=np.int64)
@@ -317,14 +328,15 @@ def _build(est: TreeProblem) -> StructuredSolver:
     Cp, Ci, Cx = _csr(Gc)
     CRp, CRi, CRx = _csr(Rc)
     Op, Oi, Ox = _csr(Osel)
-    f_off.update(GX=fpk.add(Gx), RX=fpk.add(Rx), CX=fpk.add(Cx), CRX=fpk.add(CRx), OX=fpk.add(Ox))
+    f_off.update(GX=fpk.add(Gx), RX=fpk.add(Rx), CX=fpk.add(Cx), CRX=fpk.add(CRx), OX=fpk.add(Ox),
+                 PRI=fpk.add(prior))
     fp = fpk.array()
 
     # ---- work
     sizes = dict(tree.work_sizes(), WIC=10 * NB, WPHI=6 * NH, WD=NOBS * NZ,
                  WV0=NOBS, WK=6 * NH, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NH, WNHH=NH * NH, WBA=6,
                  WBH=NH, WH=NH, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
-                 WQR=MSC * (NH + 1) + NH + 1, WU=max(NOBS, 6 * NH))
+                 WQR=(MSC + NH) * (NH + 1) + NH + 1, WU=max(NOBS, 6 * NH), WT=nj * NH, WZ=NCOV * NH)
     wk = Packer(np.float64)
     w_off = {name: wk.reserve(size) for name, size in sizes.items()}
     w = wk.array()
@@ -338,10 +350,11 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  CPATH=ipk.add(cpath), GP=ipk.add(Gp), GI=ipk.add(Gi), RP=ipk.add(Rp), RI=ipk.add(Ri),
                  CP=ipk.add(Cp), CI=ipk.add(Ci), CRP=ipk.add(CRp), CRI=ipk.add(CRi), CLO=ipk.add(clo),
                  CHI=ipk.add(chi), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
-                 TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT))
+                 TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT),
+                 CBP=ipk.add(cbp), CBI=ipk.add(cbi))
     counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,
-                  NIMU=est.n_imu, **est.offsets)
+                  NIMU=est.n_imu, COV=int(cfg.covariance), **est.offsets)
     tail = counts["STAIL"]
     counts.update(SFP=tail, SW=tail + fp.size, SEND=tail + fp.size + w.size)
     ip = ipk.array({**k_off, **counts, **i_off, **f_off, **w_off})

@@ -1,12 +1,13 @@
 """The least-squares problem in ``h`` (Nori eq. 16 reduced): block-wise normal equations
-``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P``, Cholesky, and Householder QR when Cholesky is
-ill-conditioned."""
+``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P + Λ`` (``Λ`` the prior's diagonal information),
+Cholesky, and Householder QR when Cholesky is ill-conditioned. Either leaves the lower triangular
+factor ``L`` of ``N = L Lᵀ`` in ``N_hh`` (``1 / L_jj`` on the diagonal) for the covariance."""
 from __future__ import annotations
 
 import numpy as np
 
 from .layout import (H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NH, H_WA00, H_WBA, H_WBH,
-    H_WD, H_WH, H_WJ, H_WK, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0, _u, njit)
+    H_PRI, H_WD, H_WH, H_WJ, H_WK, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0, _u, njit)
 
 @njit
 def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
@@ -139,6 +140,16 @@ def _normal_equations(ip, fp, w):
 
 
 @njit
+def _add_prior(ip, fp, w):
+    """``N += Λ``: the prior's rows ``h_j / σ_j = 0`` (:meth:`~..layout.SystemLayout._prior_rows`)
+    add ``1 / σ_j²`` to the diagonal and nothing to ``b``."""
+    NH, Nhh, f_pri = ip[H_NH], ip[H_WNHH], ip[H_PRI]
+    for j in range(NH):
+        p = fp[_u(f_pri + j)]
+        w[_u(Nhh + NH * j + j)] += p * p
+
+
+@njit
 def _base_row(w, jr, w_a00, Naa, s):
     """The base part of one sensor row ``j_a = w[jr:jr + 6]``: ``N_aa += j_a j_aᵀ`` (lower
     triangle) and the right-hand side ``s − j_a · a⁰⁰``, returned."""
@@ -190,9 +201,10 @@ def _cholesky_solve(N, no, n, b, bo, x, xo):
 
 
 @njit
-def _qr_solve(ip, w):
+def _qr_solve(ip, fp, w):
     """Fallback for ill-conditioned normal equations: Householder QR of ``J = J_h + J_a P`` with
-    the right-hand side, into ``h``. Returns the diagonal ratio of ``R``."""
+    the right-hand side and the prior's rows, into ``h``; ``Rᵀ`` goes to ``N_hh`` as its Cholesky
+    factor. Returns the diagonal ratio of ``R``."""
     floating, NH, MSC = ip[H_FLOAT], ip[H_NH], ip[H_MSC]
     za = 6 if floating else 0
     NZ = za + NH
@@ -206,5 +218,18 @@ def _qr_solve(ip, w):
                 s += w[_u(jr + m)] * w[_u(w_K + 6 * j + m)]
             w[_u(Q + r * ld + j)] = s
         w[_u(Q + r * ld + NH)] = w[_u(w_rr + r)]
-    tau = Q + MSC * ld
-    return _householder_ls(w[Q:Q + MSC * ld], MSC, NH, ld, w[w_h:w_h + NH], w[tau:tau + NH + 1])
+    f_pri = ip[H_PRI]
+    for j in range(NH):                          # the prior: h_j / σ_j = 0
+        o = Q + (MSC + j) * ld
+        for k in range(NH + 1):
+            w[_u(o + k)] = 0.0
+        w[_u(o + j)] = fp[_u(f_pri + j)]
+    m = MSC + NH
+    tau = Q + m * ld
+    ratio = _householder_ls(w[Q:Q + m * ld], m, NH, ld, w[w_h:w_h + NH], w[tau:tau + NH + 1])
+    Nhh = ip[H_WNHH]
+    for j in range(NH):                          # N = Rᵀ R: L = Rᵀ, 1 / L_jj on the diagonal
+        w[_u(Nhh + NH * j + j)] = 1.0 / w[_u(tau + j)]
+        for k in range(j):
+            w[_u(Nhh + NH * j + k)] = w[_u(Q + k * ld + j)]
+    return ratio

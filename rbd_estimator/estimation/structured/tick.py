@@ -7,12 +7,13 @@ from numba import types as nbt
 
 from ..checks import first_non_finite, zero_if_finite
 from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
-from .layout import (H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NB, H_NH, H_NIMU, H_NJ, H_NOUTM, H_NY, H_RED, H_SIMU,
-    H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS, H_WNHH, _A1,
-    _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
+from .covariance import covariance
+from .layout import (H_COV, H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NB, H_NH, H_NIMU, H_NJ, H_NOUTM, H_NY, H_RED, H_SCOV,
+    H_SIMU, H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_STAIL, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS,
+    H_WNHH, _A1, _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
 from .reduction import _backward_without_contacts, _base_equation, _observations
-from .solve import _cholesky_solve, _normal_equations, _qr_solve
+from .solve import _add_prior, _cholesky_solve, _normal_equations, _qr_solve
 
 _SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _IN, _IN, _IN, _IN)
 
@@ -26,7 +27,8 @@ def structured_tick(ip, S, q, dq, ddq, y):
     ``Estimate.base_acceleration``), the IMU sample ``imu_buf``, the outputs ``out`` and ``info``,
     then the packed constants ``fp`` and the work space ``w`` (one array instead of eight: numba
     wraps each array argument in an allocated, atomically counted reference, ~80 ns). Returns 0; 1
-    for a non-finite input (``info[0]`` which, ``info[1]`` index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio); 3 for an
+    for a non-finite input (``info[0]`` which, ``info[1]`` index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio,
+    ``info[3]`` the whitened residual's squared norm ``χ²``); 3 for an
     input of the wrong size (nothing computed). Compiled by :func:`compiled_tick`."""
     NB, NJ, NH, MS = ip[H_NB], ip[H_NJ], ip[H_NH], ip[H_MS]
     fp, w = S[ip[H_SFP]:ip[H_SW]], S[ip[H_SW]:ip[H_SEND]]
@@ -60,13 +62,15 @@ def structured_tick(ip, S, q, dq, ddq, y):
         info[2] = 0.0
         return 2
     _normal_equations(ip, fp, w)
+    _add_prior(ip, fp, w)
     w_h, Nhh, bh = ip[H_WH], ip[H_WNHH], ip[H_WBH]
     ratio = _cholesky_solve(w, Nhh, NH, w, bh, w, w_h)
     if ratio < _QR_THRESHOLD:
-        ratio = _qr_solve(ip, w)
+        ratio = _qr_solve(ip, fp, w)
         if not (ratio > _SINGULAR):
             info[2] = ratio
             return 2
+        ratio *= ratio                               # on the Cholesky ratio's scale: a squared sine
     info[2] = ratio
     w_a0, w_K, w_a00 = ip[H_WA0], ip[H_WK], ip[H_WA00]
     if floating:
@@ -82,12 +86,23 @@ def structured_tick(ip, S, q, dq, ddq, y):
     # ---- outputs and residual
     _outputs(ip, fp, w, E, V, out)
     n_out = ip[H_NOUTM]
+    info[3] = 0.0
     if ip[H_RED]:
         _residual(ip, fp, w, out)
+        chi2 = 0.0                                   # the whitened residual's squared norm
+        for k in range(n_out, n_out + MS):
+            chi2 += out[_u(k)] * out[_u(k)]
+        info[3] = chi2
         n_out += MS
     for k in range(n_out):
         if not np.isfinite(out[_u(k)]):
             return 2
+    if ip[H_COV]:
+        cov = S[ip[H_SCOV]:ip[H_STAIL]]
+        covariance(ip, fp, w, cov)
+        for k in range(cov.shape[0]):
+            if not np.isfinite(cov[_u(k)]):
+                return 2
     return 0
 
 

@@ -1,0 +1,290 @@
+"""The estimate with its uncertainty (issue 20): the maximum a posteriori estimate, its posterior
+covariance, joint accelerations as a measurement, and the prior that keeps every pose finite.
+
+Oracles: pinocchio ground truth (``groundtruth.GroundTruth``: rnea with random contact wrenches) with
+Gaussian noise drawn from each sensor's configured standard deviation; the covariance is checked by
+its normalised estimation error squared (NEES) over Monte-Carlo draws, and the structured solver's
+covariance against the generic path's (the whole KKT system, a different computation).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from groundtruth import GroundTruth
+
+from rbd_estimator import SensorConfig, estimator_for, robots
+from rbd_estimator.estimation.measurements import ImuSample
+from rbd_estimator.estimation.synthetic import consistent_base_acceleration, measure
+from rbd_estimator.sensors import JointTorque
+
+ROBOTS = ["icub", "talos", "go2", "g1"]
+DRAWS, STATES = 1000, 50                       # Monte-Carlo draws, over this many random states
+ACC_STDDEV = 0.5                               # rad/s², the joint accelerations' noise when measured
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _setup(name, acc_stddev=0.0, solver="auto"):
+    xml = _read(robots.urdf_file(name))
+    params = SensorConfig.from_yaml(robots.params_file(name)).to_parameters()
+    params["joint_acceleration_stddev"] = acc_stddev
+    cfg = SensorConfig.from_parameters(params)
+    est = estimator_for(xml, cfg, solver=solver)
+    return xml, cfg, est
+
+
+def _noisy(inputs: dict, cfg: SensorConfig, rng, acc_stddev: float) -> dict:
+    """The readings with Gaussian noise of each sensor's configured standard deviation (the IMU's
+    orientation and gyro, kinematic inputs, and the joint positions and velocities stay exact)."""
+    out = dict(inputs)
+    imu = cfg.imu
+    if imu is not None:
+        s = inputs["imu"]
+        lin = s.linear_acceleration + rng.normal(0.0, imu.linear_acceleration_stddev, 3)
+        ang = (None if s.angular_acceleration is None
+               else s.angular_acceleration + rng.normal(0.0, imu.angular_acceleration_stddev, 3))
+        out["imu"] = ImuSample(s.orientation, s.angular_velocity, lin, ang)
+    if cfg.ft_sensors:
+        sd = np.array([[f.force_stddev] * 3 + [f.torque_stddev] * 3 for f in cfg.ft_sensors])
+        out["ft"] = inputs["ft"] + rng.normal(size=sd.shape) * sd
+    jts = cfg.of_kind(JointTorque)
+    if jts:
+        out["joint_torques"] = inputs["joint_torques"] + rng.normal(size=len(jts)) * [s.stddev for s in jts]
+    if acc_stddev:
+        out["ddq"] = inputs["ddq"] + rng.normal(0.0, acc_stddev, inputs["ddq"].shape)
+    return out
+
+
+def _nees(name, acc_stddev, seed=3):
+    """Mean NEES over the draws: per joint torque ``e²/σ²`` (expected 1) and per contact wrench
+    ``eᵀ C⁺ e`` (expected the rank of ``C``, the contact's free components)."""
+    xml, cfg, est = _setup(name, acc_stddev)
+    gt = GroundTruth(xml, est)
+    rng = np.random.default_rng(seed)
+    samples = [gt.sample(rng) for _ in range(STATES)]
+    tau_n, wrench_n, dims = [], [], []
+    for k in range(DRAWS):
+        inputs, truth = samples[k % STATES]
+        r = est.estimate(**_noisy(inputs, cfg, rng, acc_stddev))
+        tau_n.append(np.mean((r.tau - truth["tau"]) ** 2 / r.tau_variance))
+        for c in range(len(est.contact_names)):
+            C = r.contact_covariance[c]
+            e = r.contact_wrenches[c] - truth["wrenches"][c]
+            wrench_n.append(e @ np.linalg.pinv(C, rcond=1e-12, hermitian=True) @ e)
+            dims.append(np.linalg.matrix_rank(C, tol=1e-12 * np.abs(C).max(), hermitian=True))
+    return float(np.mean(tau_n)), float(np.mean(wrench_n) / np.mean(dims)), est
+
+
+@pytest.mark.parametrize("acc_stddev", [0.0, ACC_STDDEV], ids=["exact-accelerations", "measured-accelerations"])
+@pytest.mark.parametrize("name", ROBOTS)
+def test_covariance_is_calibrated_nees_within_15_percent(name, acc_stddev):
+    """Issue 20: with the configured noise, over 1000 Monte-Carlo ticks, the NEES of the torques
+    and of the contact wrenches is within ±15 % of its expected value (normalised to 1 here)."""
+    tau_nees, wrench_nees, est = _nees(name, acc_stddev)
+    print(f"\n{name} ({est.report.solver} tick, joint accelerations "
+          f"{'measured, σ = %g rad/s²' % acc_stddev if acc_stddev else 'exact'}): "
+          f"NEES / expected: torques {tau_nees:.3f}, contact wrenches {wrench_nees:.3f} over {DRAWS} draws")
+    assert abs(tau_nees - 1.0) <= 0.15, tau_nees
+    assert abs(wrench_nees - 1.0) <= 0.15, wrench_nees
+
+
+@pytest.mark.parametrize("name", ROBOTS + ["humanoid"])
+def test_structured_covariance_equals_the_generic_paths(name):
+    """The tree reduction's covariance (``t_o N⁻¹ t_oᵀ`` from the Cholesky factor) equals the
+    generic path's (one substitution of the whole KKT system per soft row), and so do the means."""
+    xml, cfg, fast = _setup(name)
+    ref = estimator_for(xml, cfg, solver="generic")
+    assert fast.report.solver == "structured" and ref.report.solver == "generic"
+    gt = GroundTruth(xml, fast)
+    rng = np.random.default_rng(8)
+    for _ in range(5):
+        inputs, _ = gt.sample(rng)
+        inputs = _noisy(inputs, cfg, rng, 0.0)
+        a = fast.estimate(**inputs)
+        tv, cc, tau = a.tau_variance.copy(), a.contact_covariance.copy(), a.tau.copy()
+        b = ref.estimate(**inputs)
+        np.testing.assert_allclose(tau, b.tau, rtol=0, atol=1e-8 * max(1.0, np.abs(b.tau).max()))
+        np.testing.assert_allclose(tv, b.tau_variance, rtol=1e-9, atol=1e-12 * b.tau_variance.max())
+        np.testing.assert_allclose(cc, b.contact_covariance, rtol=1e-9, atol=1e-12 * np.abs(b.contact_covariance).max())
+        assert np.all(tv > 0.0)
+
+
+def test_measured_accelerations_noise_free_equal_the_truth():
+    """Joint accelerations as a measurement, noise free: the estimate is today's (≤ 1e-9 of the
+    pinocchio ground truth) — the prior and the acceleration rows move nothing that is determined."""
+    xml, cfg, est = _setup("talos", ACC_STDDEV)
+    assert est.report.solver == "generic" and est.layout.measured_acceleration
+    gt = GroundTruth(xml, est)
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        inputs, truth = gt.sample(rng)
+        r = est.estimate(**inputs)
+        scale = max(1.0, np.abs(truth["tau"]).max())
+        assert np.abs(r.tau - truth["tau"]).max() <= 1e-9 * scale
+        assert np.abs(r.contact_wrenches - truth["wrenches"]).max() <= 1e-9 * max(1.0, np.abs(truth["wrenches"]).max())
+
+
+def test_acceleration_noise_raises_the_torque_variance():
+    """The torque variance with measured accelerations exceeds the exact-acceleration one by about
+    ``σ_a²`` times the squared inertia the joint moves (at least for the joints the sensors do not
+    pin down): the acceleration noise is in the covariance, not ignored."""
+    xml, _, exact = _setup("talos", 0.0)
+    _, _, noisy = _setup("talos", ACC_STDDEV)
+    inputs, _ = GroundTruth(xml, exact).sample(np.random.default_rng(1))
+    v0 = exact.estimate(**inputs).tau_variance.copy()
+    v1 = noisy.estimate(**inputs).tau_variance.copy()
+    assert np.all(v1 >= v0 * (1 - 1e-9)) and np.any(v1 > 1.01 * v0)
+
+
+# ---------------------------------------------------------------------------- no singular stance
+def _standing(est, wrenches):
+    """Readings of the robot standing with all joints at zero, at rest, under ``wrenches``."""
+    m = est.model
+    q = np.zeros(7 + m.n_joints)
+    q[6] = 1.0
+    v, a = np.zeros(6 + m.n_joints), np.zeros(6 + m.n_joints)
+    a[:6] = consistent_base_acceleration(est, q, v, a, wrenches)
+    z = np.zeros(m.n_joints)
+    return measure(est, q, v, a, wrenches), (z, z, z)
+
+
+def test_loadcell_humanoid_standing_straight_is_finite_with_the_yaw_split_as_variance():
+    """Issue 20: config/loadcell_humanoid.yaml, the humanoid standing straight (parallel soles):
+    how the yaw torque splits between the feet is undetermined (only the sum is). The estimate is
+    finite, right where the sensors determine it, splits the yaw torque evenly (the prior's
+    minimum-norm choice) and shows the undetermined direction as the prior's variance."""
+    xml = _read(robots.urdf_file("humanoid"))
+    cfg = SensorConfig.from_yaml(os.path.join(robots.share_dir(), "config", "loadcell_humanoid.yaml"))
+    est = estimator_for(xml, cfg)
+    weight = sum(I[5, 5] for I in est.model.inertias) * 9.81
+    W = np.zeros((2, 6))
+    W[:, 2] = weight / 2
+    W[0, 3], W[1, 4], W[0, 5], W[1, 5] = 1.5, -2.0, 3.0, 1.0
+    readings, (q, dq, ddq) = _standing(est, W)
+    r = est.estimate(q, dq, ddq, imu=readings.imu, load_cells=readings.load_cells)
+    assert np.all(np.isfinite(r.contact_wrenches)) and np.all(np.isfinite(r.tau))
+    np.testing.assert_allclose(r.contact_wrenches[:, :5], W[:, :5], atol=1e-6)
+    np.testing.assert_allclose(r.contact_wrenches[:, 5], [2.0, 2.0], atol=1e-6)   # the sum, split evenly
+    sd = np.sqrt(np.diagonal(r.contact_covariance, axis1=1, axis2=2))
+    prior = cfg.contact_prior_stddev * weight
+    assert np.all(sd[:, 5] > 0.5 * prior)                  # tz: the prior's, the sensors add nothing
+    assert np.all(sd[:, 2:5] < 10.0)                       # fz, tx, ty: determined by the cells (σ = 1 N)
+
+
+# ---------------------------------------------------------------------------- conditioning watched
+SHIPPED_CONFIGS = ["humanoid", "loadcell_humanoid", "fixed_arm", "icub", "talos", "go2", "g1"]
+
+
+def _shipped(name: str, **overrides):
+    path = os.path.join(robots.share_dir(), "config", f"{name}.yaml")
+    robot = {"loadcell_humanoid": "humanoid", "fixed_arm": "arm"}.get(name, name)
+    params = SensorConfig.from_yaml(path).to_parameters()
+    params.update(overrides)
+    return _read(robots.urdf_file(robot)), SensorConfig.from_parameters(params)
+
+
+def _neutral_estimates(est):
+    """The estimate at the neutral stance (joints at zero, at rest, IMU level) of every contact
+    subset of ``est``: ``[(subset label, Estimate)]``."""
+    sw = est.switching()
+    subsets = [(None, est)] if sw is None else [(m, e) for m, e in enumerate(sw.subsets) if e is not None]
+    out = []
+    for mask, e in subsets:
+        y = np.zeros(e.measurements.size)
+        if e.config.imu is not None:
+            y[e.measurements.slice("imu").start + 3] = 1.0
+        z = np.zeros(e.model.n_joints)
+        r = e.estimate(z, z, z, y=y)
+        out.append(("+".join(e.contact_names), r))
+    return out
+
+
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
+def test_every_shipped_configuration_is_finite_at_its_neutral_stance_in_every_contact_subset(name):
+    """Issue 20: each shipped parameter file (and, for the legged robots, the same sensors with
+    commanded contacts: every subset of the feet) estimates finitely at the neutral stance, with a
+    finite, positive covariance; planning names the components it leaves to the prior."""
+    variants = [{}]
+    xml, cfg = _shipped(name)
+    if cfg.floating_base and len(cfg.contacts) > 1:
+        variants.append({f"contact.{c.name}.mode": "commanded" for c in cfg.contacts})
+    for extra in variants:
+        xml, cfg = _shipped(name, **extra)
+        est = estimator_for(xml, cfg)
+        for label, r in _neutral_estimates(est):
+            assert np.all(np.isfinite(r.tau)) and np.all(np.isfinite(r.contact_wrenches)), (name, label)
+            assert np.all(np.isfinite(r.tau_variance)) and np.all(r.tau_variance >= 0.0), (name, label)
+            assert np.all(np.isfinite(r.contact_covariance)), (name, label)
+        weak = est.weak_directions()
+        assert not any("singular" in w for ws in weak.values() for w in ws), weak
+        if name == "loadcell_humanoid" and not extra:
+            assert weak == {"l_foot+r_foot": ("l_foot tz", "r_foot tz")}
+
+
+def test_flat_ground_mixed_contacts_are_finite_with_the_undetermined_split_as_variance():
+    """Issue 20: a set that plans as well-posed (left foot a full wrench under three load cells, right
+    foot a point force, the IMU) degenerates on flat ground: how the horizontal forces split between
+    the feet is undetermined (only their sum is). Finite estimates; the split shows as the prior's
+    variance, the vertical forces and the tilting torques the cells measure stay determined; the
+    tick's condition estimate says it (below the node's WARN threshold)."""
+    xml = _read(robots.urdf_file("humanoid"))
+    cfg = SensorConfig.from_dict(dict(
+        floating_base=True, imu=dict(frame="imu_link", use_angular_acceleration=True), contacts=["l_foot", "r_foot"],
+        contact=dict(l_foot=dict(frame="l_sole", type="full_wrench"), r_foot=dict(frame="r_sole", type="point_force")),
+        load_cells=["lc"], load_cell=dict(lc=dict(contact="l_foot", positions_x=[0.1, 0.1, -0.1],
+                                                  positions_y=[0.045, -0.045, 0.0], stddev=1.0))))
+    est = estimator_for(xml, cfg)
+    weight = sum(I[5, 5] for I in est.model.inertias) * 9.81
+    W = np.zeros((2, 6))
+    W[:, 2] = weight / 2
+    W[0, 3], W[0, 0], W[1, 0] = 1.0, 5.0, -5.0
+    readings, (q, dq, ddq) = _standing(est, W)
+    r = est.estimate(q, dq, ddq, imu=readings.imu, load_cells=readings.load_cells)
+    assert np.all(np.isfinite(r.contact_wrenches)) and np.all(np.isfinite(r.tau))
+    sd = np.sqrt(np.diagonal(r.contact_covariance, axis1=1, axis2=2))
+    prior = cfg.contact_prior_stddev * weight
+    assert np.all(sd[:, :2] > 0.5 * prior)                             # fx, fy of both feet: the split
+    assert np.all(sd[0, 2:5] < 10.0) and sd[1, 2] < 10.0               # fz, tx, ty: measured
+    np.testing.assert_allclose(r.contact_wrenches[:, 2], W[:, 2], atol=1e-6)
+    np.testing.assert_allclose(r.contact_wrenches[:, 0].sum(), W[:, 0].sum(), atol=1e-6)   # the sum is determined
+    assert r.condition < 1e-10
+
+
+def test_the_session_reports_the_ill_conditioned_stance_in_diagnostics():
+    """The loadcell humanoid standing straight through the runtime the node runs (messages fed to a
+    :class:`~rbd_estimator.replay.Replayer`): estimates are published, and ``/diagnostics`` carries
+    the tick's condition estimate and reports WARN below ``condition_warn_below``."""
+    from groundtruth import Serializer
+    from rbd_estimator.replay import Replayer
+    from rbd_estimator.runtime.params import NODE_KEYS
+    xml = _read(robots.urdf_file("humanoid"))
+    path = os.path.join(robots.share_dir(), "config", "loadcell_humanoid.yaml")
+    params = SensorConfig.from_yaml(path).to_parameters()
+    params.update(oracle_every_n=0)
+    cfg = SensorConfig.from_parameters(params, node_keys=NODE_KEYS)
+    rep = Replayer(xml, cfg, collect=True)
+    est = rep.session.estimator
+    weight = sum(I[5, 5] for I in est.model.inertias) * 9.81
+    W = np.zeros((2, 6))
+    W[:, 2] = weight / 2
+    readings, (q, dq, _) = _standing(est, W)
+    s = Serializer()
+    cells = s.T["std_msgs/msg/Float64MultiArray"]
+    layout = s.T["std_msgs/msg/MultiArrayLayout"](dim=[], data_offset=0)
+    t0 = 1_700_000_000_000_000_000
+    for k in range(5):
+        t = t0 + k * 1_000_000
+        rep.feed("/imu", s.imu(t, readings.imu), t - 100_000)
+        for name, f in zip(("l_foot", "r_foot"), readings.load_cells):
+            raw = bytes(s.ts.serialize_cdr(cells(layout=layout, data=np.asarray(f, float)), "std_msgs/msg/Float64MultiArray"))
+            rep.feed(f"/load_cells/{name}", raw, t - 100_000)
+        rep.feed("/joint_states", s.joint_state(t, est.joint_names, q, dq), t)
+    assert len(rep.results()["stamps"]) == 4                     # the first joint state starts the filter
+    level, message, values = rep.session.diagnostics(t0 + 5_000_000)
+    assert values["condition_last"] < values["condition_warn_below"] and level >= 1
+    assert "ill-conditioned" in message
