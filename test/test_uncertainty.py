@@ -93,21 +93,25 @@ def test_covariance_is_calibrated_nees_within_15_percent(name, acc_stddev):
     assert abs(wrench_nees - 1.0) <= 0.15, wrench_nees
 
 
+@pytest.mark.parametrize("acc_stddev", [0.0, ACC_STDDEV], ids=["exact-accelerations", "measured-accelerations"])
 @pytest.mark.parametrize("name", ROBOTS + ["humanoid"])
-def test_structured_covariance_equals_the_generic_paths(name):
-    """The tree reduction's covariance (``t_o N⁻¹ t_oᵀ`` from the Cholesky factor) equals the
-    generic path's (one substitution of the whole KKT system per soft row), and so do the means."""
-    xml, cfg, fast = _setup(name)
+def test_structured_covariance_equals_the_generic_paths(name, acc_stddev):
+    """The tree reduction's estimate, residual and covariance (``t_o N⁻¹ t_oᵀ`` from the Cholesky
+    factor; with measured accelerations in ``x = (h, δ)``) equal the generic path's (the whole KKT
+    system with the q̈ unknowns; one substitution per soft row for the covariance)."""
+    xml, cfg, fast = _setup(name, acc_stddev)
     ref = estimator_for(xml, cfg, solver="generic")
     assert fast.report.solver == "structured" and ref.report.solver == "generic"
+    assert fast._structured.n_qdd == (fast.model.n_joints if acc_stddev else 0)
     gt = GroundTruth(xml, fast)
     rng = np.random.default_rng(8)
     for _ in range(5):
         inputs, _ = gt.sample(rng)
-        inputs = _noisy(inputs, cfg, rng, 0.0)
+        inputs = _noisy(inputs, cfg, rng, acc_stddev)
         a = fast.estimate(**inputs)
-        tv, cc, tau = a.tau_variance.copy(), a.contact_covariance.copy(), a.tau.copy()
+        tv, cc, tau, res = a.tau_variance.copy(), a.contact_covariance.copy(), a.tau.copy(), a.residual.copy()
         b = ref.estimate(**inputs)
+        np.testing.assert_allclose(res, b.residual, rtol=0, atol=1e-8 * max(1.0, np.abs(b.residual).max()))
         np.testing.assert_allclose(tau, b.tau, rtol=0, atol=1e-8 * max(1.0, np.abs(b.tau).max()))
         np.testing.assert_allclose(tv, b.tau_variance, rtol=1e-9, atol=1e-12 * b.tau_variance.max())
         np.testing.assert_allclose(cc, b.contact_covariance, rtol=1e-9, atol=1e-12 * np.abs(b.contact_covariance).max())
@@ -117,16 +121,18 @@ def test_structured_covariance_equals_the_generic_paths(name):
 def test_measured_accelerations_noise_free_equal_the_truth():
     """Joint accelerations as a measurement, noise free: the estimate is today's (≤ 1e-9 of the
     pinocchio ground truth) — the prior and the acceleration rows move nothing that is determined."""
-    xml, cfg, est = _setup("talos", ACC_STDDEV)
-    assert est.report.solver == "generic" and est.layout.measured_acceleration
-    gt = GroundTruth(xml, est)
-    rng = np.random.default_rng(2)
-    for _ in range(5):
-        inputs, truth = gt.sample(rng)
-        r = est.estimate(**inputs)
-        scale = max(1.0, np.abs(truth["tau"]).max())
-        assert np.abs(r.tau - truth["tau"]).max() <= 1e-9 * scale
-        assert np.abs(r.contact_wrenches - truth["wrenches"]).max() <= 1e-9 * max(1.0, np.abs(truth["wrenches"]).max())
+    for solver in ("structured", "generic"):
+        xml, cfg, est = _setup("talos", ACC_STDDEV, solver)
+        assert est.report.solver == solver and est.layout.measured_acceleration
+        gt = GroundTruth(xml, est)
+        rng = np.random.default_rng(2)
+        for _ in range(5):
+            inputs, truth = gt.sample(rng)
+            r = est.estimate(**inputs)
+            scale = max(1.0, np.abs(truth["tau"]).max())
+            assert np.abs(r.tau - truth["tau"]).max() <= 1e-9 * scale
+            wscale = max(1.0, np.abs(truth["wrenches"]).max())
+            assert np.abs(r.contact_wrenches - truth["wrenches"]).max() <= 1e-9 * wscale
 
 
 def test_acceleration_noise_raises_the_torque_variance():

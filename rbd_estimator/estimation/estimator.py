@@ -206,6 +206,7 @@ class Estimator(EstimatorInterface):
             sd = np.sqrt(np.diagonal(r.contact_covariance, axis1=1, axis2=2))
             weak = tuple(f"{c} {BOUNDARY[k]}" for i, c in enumerate(self.contact_names) for k in range(6)
                          if sd[i, k] > 0.1 * prior)
+        self.data.pivot_fallbacks = 0                      # a plan-time estimate: not a tick's
         if weak:
             warnings.warn(f"rbd_estimator: at the nominal stance (joints at zero) the sensors do not determine "
                           f"{', '.join(weak)}: the estimate there is the prior's, with its variance",
@@ -462,11 +463,11 @@ class Estimator(EstimatorInterface):
             *self._GK, d.Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, d.Lx, self._Up, self._Ui,
             d.Ux, d.lu_w, d.x, *self._GO, d.out, d.info)
         if status == 2:
-            status = self._robust_solve()
-        _chi2(d.out, self._res_at, d.info)
-        if status == 0 and self.config.covariance:
+            status = self._robust_solve()          # with its own covariance
+        elif status == 0 and self.config.covariance:
             status = _covariance(self._Lp, self._Li, d.Lx, self._Up, self._Ui, d.Ux, self._soft_pos, *self._GO,
                                  d.cov_x, d.cov_out, self.model.n_joints, len(lay.contacts), d.cov)
+        _chi2(d.out, self._res_at, d.info)
         if status != 0:
             self._raise_input_error(status)
         return d.out

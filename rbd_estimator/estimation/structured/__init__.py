@@ -36,10 +36,16 @@ const``), which turns an FT sensor's six rotated rows into six diagonal ones. On
 Newton–Euler recursions live here, and :func:`build` checks them: it solves random, noisy
 instances with both paths and keeps the generic one if they disagree.
 
+The estimate is the maximum a posteriori one (docs/probabilistic_model.md): the prior's rows on
+``h`` add their information to ``N``'s diagonal (:func:`.solve._add_prior`), and with the joint
+accelerations as a measurement the least squares is in ``x = (h, δ)``, ``δ = q̈ − q̈ᵐ``
+(:mod:`.accelerations`). Its posterior covariance comes from the same factor (:mod:`.covariance`).
+
 The package has one module per step: :mod:`.layout` (the packed layout and the kernel
 decorator), :mod:`.build` (plan time: packing and the self-check), :mod:`.reduction` (RNEA passes
 without contacts, observations, base equation), :mod:`.solve` (normal equations, Cholesky, QR),
-:mod:`.outputs` (estimates and residual), :mod:`.tick` (the compiled tick chaining them) and
+:mod:`.outputs` (estimates and residual), :mod:`.accelerations` (the ``δ`` columns),
+:mod:`.covariance`, :mod:`.tick` (the compiled tick chaining them) and
 :mod:`.solver` (the per-estimator object and its input handling). The forward kinematics (joint
 transforms, poses, base velocity, velocities and bias terms) is the package's one pass,
 :mod:`rbd_estimator.model.forward_kinematics`, which the generic tick runs too; the spatial

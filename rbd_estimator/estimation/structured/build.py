@@ -143,6 +143,12 @@ def _observation_layout(groups, entries):
     return obs_off, proj, o
 
 
+def _csr_lists(lists):
+    """``(pointers, indices)`` of a list of int lists."""
+    return (np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64),
+            np.array([v for x in lists for v in x], dtype=np.int64))
+
+
 def _csr(M):
     A = sp.csr_matrix(M)
     A.eliminate_zeros()
@@ -168,17 +174,19 @@ def _build(est: TreeProblem) -> StructuredSolver:
         raise _NotApplicable("layout rows are not hard rows followed by sensor rows")
     if cfg.external_wrenches:
         raise _NotApplicable("known external wrenches are handled by the generic path")
-    if lay.measured_acceleration:
-        raise _NotApplicable("joint accelerations as a measurement are estimated by the generic path")
+    if lay.measured_acceleration and not floating:
+        raise _NotApplicable("joint accelerations as a measurement on a fixed base are estimated by the generic path")
 
     # ---- unknowns left: z = (a_0 (floating), h)
     h_cols = [c for c in lay.columns if c.kind == "h"]
-    h0 = h_cols[0].start if h_cols else lay.n
     NH = sum(c.size for c in h_cols)
-    if h0 + NH != lay.n:
-        raise _NotApplicable("the contact components are not the last unknowns of the layout")
+    msa = nj if lay.measured_acceleration else 0           # δ = q̈ − q̈ᵐ after h (accelerations.py)
+    h0 = h_cols[0].start if h_cols else lay.n - msa
+    if h0 + NH + msa != lay.n or (msa and lay.col("qdd", m.joint_names[0]) != h0 + NH):
+        raise _NotApplicable("the contact components (and the joint accelerations) are not the last unknowns")
+    NX = NH + msa
     za = 6 if floating else 0
-    NZ = za + NH
+    NZ = za + NX
     contacts = lay.contacts
     NC = len(contacts)
     cbody = np.array([fr.body for _, fr, _ in contacts], dtype=np.int64)
@@ -187,8 +195,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
     XB = [fr.X.T @ B for _, fr, B in contacts]          # f^x = ⁱX*_F B_c h_c: the layout's (3f) block
 
     # ---- sensor rows from the layout, on observed quantities: a (IMU body), f (FT bodies; τ_j → S_jᵀ f_j), h
-    ms, mh = lay.m_sensor, lay.m_hard                     # the prior's rows (after them) add to N's diagonal
-    prior = np.zeros(NH)
+    mh = lay.m_hard
+    ms = lay.m_sensor - msa            # sensor rows; the joint accelerations' and the prior's add to N's diagonal
+    prior = np.zeros(NX)
     S = motion_axes(m)
     body_of_joint = {n: i for i, n in enumerate(m.body_joint_names)}
     body_of_name = {n: i for i, n in enumerate(m.body_names)}
@@ -196,7 +205,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     for (r, c, s, v) in lay.triplets:
         if r < mh:
             continue
-        if r >= mh + ms:                                  # prior: h_j / σ_j = 0
+        if r >= mh + ms:                                  # prior h_j / σ_j = 0, accelerations δ_j / σ_a = 0
             prior[c - h0] = v
             continue
         if s != 0:
@@ -249,16 +258,28 @@ def _build(est: TreeProblem) -> StructuredSolver:
     ipk, fpk = Packer(np.int64, header=HEADER), Packer(np.float64)
     observed = [(key, obs_off[key], 6, -1) for key in groups if key in obs_off]
     observed += [(key, o, 1, fpk.add(s_)) for (key, _), (o, s_) in proj.items()]   # (fp offset of s)
+    jidx = {n: k for k, n in enumerate(m.joint_names)}
+    tsel = np.full(NB, -1, dtype=np.int64)                # the joint (index in q) of each body, -1 for none
+    for i in range(NB):
+        if m.joint_dofs[i] == 1 and not (floating and i == 0):
+            tsel[i] = jidx[m.body_joint_names[i]]
+    anc = [[j for j in m.supports([i]) if j != i and tsel[j] >= 0] for i in range(NB)]   # joints above i
+    dsc = [[j for j in range(NB) if tsel[j] >= 0 and below(j, i)] for i in range(NB)]     # i's subtree's joints
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
     for key, o, n, sx in observed:
         grp += [_OBS_A if key[0] == "a" else (_OBS_F if sx < 0 else _OBS_FP), key[1], o, sx]
-        if key[0] != "f":
-            continue
-        lo, hi = NH, 0
-        for ci in range(NC):
-            if below(int(cbody[ci]), key[1]):
-                pairs.append((o, ci, key[1], sx))
-                lo, hi = min(lo, choff[ci]), max(hi, choff[ci] + ck[ci])
+        lo, hi = NX, 0
+        if key[0] == "f":
+            for ci in range(NC):
+                if below(int(cbody[ci]), key[1]):
+                    pairs.append((o, ci, key[1], sx))
+                    lo, hi = min(lo, choff[ci]), max(hi, choff[ci] + ck[ci])
+        if msa:                                           # the δ of the joints that move or load it
+            b = key[1]
+            moving = anc[b] + ([b] if key[0] == "a" and tsel[b] >= 0 else []) + (dsc[b] if key[0] == "f" else [])
+            if moving:
+                lo = min(lo, NH + min(int(tsel[j]) for j in moving))
+                hi = max(hi, NH + max(int(tsel[j]) for j in moving) + 1)
         if hi > lo:
             olo[o:o + n], ohi[o:o + n] = lo, hi
     olo[obs_h:], ohi[obs_h:] = np.arange(NH), np.arange(NH) + 1
@@ -276,7 +297,6 @@ def _build(est: TreeProblem) -> StructuredSolver:
         kind, owner, _ = lay.describe_column(int(c))
         if kind == "f" and body_of_name[owner] not in kept_bodies:
             kept_bodies.append(body_of_name[owner])
-    jidx = {n: k for k, n in enumerate(m.joint_names)}
     NSEL = nj + NH + 6 * len(kept_bodies)
     Osel = np.zeros((O.shape[0], NSEL))
     for r, c, v in zip(O.row, O.col, O.data):
@@ -290,20 +310,18 @@ def _build(est: TreeProblem) -> StructuredSolver:
         else:
             raise _NotApplicable(f"an output on unknowns of kind {kind}")
     redundant = bool(est.redundant)
-    if est.n_out != O.shape[0] + (ms if redundant else 0):
+    if est.n_out != O.shape[0] + (lay.m_sensor if redundant else 0):
         raise _NotApplicable("the output buffer does not match the layout's outputs")
     if ms < NH:
         raise _NotApplicable("fewer sensor rows than contact components")
-    tsel = np.full(NB, -1, dtype=np.int64)
-    for i in range(NB):
-        if m.joint_dofs[i] == 1 and not (floating and i == 0):
-            tsel[i] = jidx[m.body_joint_names[i]]
     ksel = np.full(NB, -1, dtype=np.int64)
     for kk, b in enumerate(kept_bodies):
         ksel[b] = nj + NH + 6 * kk
     below_body = [[ci for ci in range(NC) if below(int(cbody[ci]), i)] if tsel[i] >= 0 else [] for i in range(NB)]
     cbp = np.concatenate([[0], np.cumsum([len(b) for b in below_body])]).astype(np.int64)
     cbi = np.array([ci for b in below_body for ci in b], dtype=np.int64)
+    ancp, anci = _csr_lists(anc)
+    dscp, dsci = _csr_lists(dsc)
     NCOV = nj + 6 * NC                                   # output rows of τ and of the contact wrenches
 
     # ---- tree data: the forward kinematics with the RNEA's forward pass; poses ⁱX_0 of the observed
@@ -311,7 +329,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     qix = np.asarray(est.joint_of_body, dtype=np.int64)
     tree = KinematicTree(m, qix, qix, imu=(int(est.imu[0]), est.imu[1], est.imu[2]),
                          poses=tuple(int(k[1]) for k in groups) + tuple(int(b) for b in cbody)
-                         + tuple(int(i) for i in np.flatnonzero(tsel >= 0)) * bool(cfg.covariance), rnea=True)
+                         + tuple(int(i) for i in np.flatnonzero(tsel >= 0)) * bool(cfg.covariance or msa), rnea=True)
     cpath = m.supports(cbody)[::-1].copy()         # bodies the contact wrenches flow through, leaves first
     eyeT = np.array([int(np.array_equal(m.E_tree[i], np.eye(3))) for i in range(NB)], dtype=np.int64)
     solc = np.full(6, -1, dtype=np.int64)
@@ -333,10 +351,11 @@ def _build(est: TreeProblem) -> StructuredSolver:
     fp = fpk.array()
 
     # ---- work
-    sizes = dict(tree.work_sizes(), WIC=10 * NB, WPHI=6 * NH, WD=NOBS * NZ,
-                 WV0=NOBS, WK=6 * NH, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NH, WNHH=NH * NH, WBA=6,
-                 WBH=NH, WH=NH, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
-                 WQR=(MSC + NH) * (NH + 1) + NH + 1, WU=max(NOBS, 6 * NH), WT=nj * NH, WZ=NCOV * NH)
+    sizes = dict(tree.work_sizes(), WIC=10 * NB, WPHI=6 * NX, WD=NOBS * NZ,
+                 WV0=NOBS, WK=6 * NX, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NX, WNHH=NX * NX, WBA=6,
+                 WBH=NX, WH=NX, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
+                 WQR=(MSC + NX) * (NX + 1) + NX + 1, WU=max(NOBS, 6 * NX), WT=nj * NX, WZ=NCOV * NX,
+                 WS0=6 * NB, WF0=6 * NB)
     wk = Packer(np.float64)
     w_off = {name: wk.reserve(size) for name, size in sizes.items()}
     w = wk.array()
@@ -351,8 +370,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  CP=ipk.add(Cp), CI=ipk.add(Ci), CRP=ipk.add(CRp), CRI=ipk.add(CRi), CLO=ipk.add(clo),
                  CHI=ipk.add(chi), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT),
-                 CBP=ipk.add(cbp), CBI=ipk.add(cbi))
-    counts = dict(NJ=nj, NH=NH, NC=NC, MS=ms, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
+                 CBP=ipk.add(cbp), CBI=ipk.add(cbi), ANCP=ipk.add(ancp), ANCI=ipk.add(anci), DSCP=ipk.add(dscp),
+                 DSCI=ipk.add(dsci))
+    counts = dict(NJ=nj, NH=NH, NX=NX, MSA=msa, NC=NC, MS=lay.m_sensor, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,
                   NIMU=est.n_imu, COV=int(cfg.covariance), **est.offsets)
     tail = counts["STAIL"]
@@ -360,7 +380,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     ip = ipk.array({**k_off, **counts, **i_off, **f_off, **w_off})
     S = est.install(np.concatenate([fp, w]))                  # fp and w travel in the state buffer
     tail = S[counts["STAIL"]:]
-    return StructuredSolver(ip, S, tail[:fp.size], tail[fp.size:], NH, ms, MSC, floating, est.convert)
+    return StructuredSolver(ip, S, tail[:fp.size], tail[fp.size:], NH, ms, MSC, floating, est.convert, msa)
 
 
 def _self_check(est: TreeProblem, solver: StructuredSolver, seed: int = 7, count: int = 2):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...model.robot_model import REVOLUTE
 from .layout import (H_CBODY, H_CHOFF, H_CK, H_CPATH, H_CXB, H_FLOAT, H_GI, H_GP, H_GX, H_JT, H_KSEL, H_MS, H_NB,
-    H_NC, H_NCP, H_NH, H_NJ, H_NOBS, H_NOUTM, H_OHI, H_OI, H_OLO, H_OP, H_OX, H_PAR, H_RI, H_RP, H_RX, H_S, H_TSEL,
+    H_MSA, H_NC, H_NCP, H_NH, H_NX, H_NJ, H_NOBS, H_NOUTM, H_OHI, H_OI, H_OLO, H_OP, H_OX, H_PAR, H_PRI, H_RI, H_RP, H_RX, H_S, H_TSEL,
     H_WA0, H_WAL, H_WD, H_WF, H_WG, H_WH, H_WIC, H_WMS, H_WR, H_WSEL, H_WTMP, H_WU, H_WV0, H_XB, _u, njit)
 from ...model.spatial_kernels import fxT_add, mx, rbi_apply
 
@@ -19,8 +19,9 @@ def _outputs(ip, fp, w, E, V, out):
                                                     ip[H_WH], ip[H_WA0])
     i_cbody, i_ck, i_choff, i_cxb = ip[H_CBODY], ip[H_CK], ip[H_CHOFF], ip[H_CXB]
     i_cpath, NCP = ip[H_CPATH], ip[H_NCP]
-    for kk in range(NCP):                              # g stays zero off the contact paths
-        b = ip[_u(i_cpath + kk)]
+    measured = ip[H_NX] > NH                           # x = (h, δ): the joint accelerations are unknowns too
+    for kk in range(NB if measured else NCP):          # g stays zero off the contact paths
+        b = kk if measured else ip[_u(i_cpath + kk)]
         for k in range(6):
             w[_u(w_g + 6 * b + k)] = 0.0
     for c in range(NC):
@@ -30,12 +31,14 @@ def _outputs(ip, fp, w, E, V, out):
             xo = f_XB + ip[_u(i_cxb + c)] + 6 * j
             for k in range(6):
                 w[_u(w_g + 6 * b + k)] += fp[_u(xo + k)] * hv
-    for kk in range(NCP):
+    i_tsel, i_ksel = ip[H_TSEL], ip[H_KSEL]
+    if measured:
+        _backward_with_accelerations(ip, fp, w, E)
+    for kk in range(0 if measured else NCP):
         b = ip[_u(i_cpath + kk)]
         p = ip[_u(i_par + b)]
         if p >= 0:
             fxT_add(E, 9 * b, w, w_r + 3 * b, w, w_g + 6 * b, w, w_g + 6 * p, 1.0)
-    i_tsel, i_ksel = ip[H_TSEL], ip[H_KSEL]
     fi = ip[H_WTMP] + 50
     for i in range(NB):
         ao = w_al + 6 * i
@@ -46,6 +49,10 @@ def _outputs(ip, fp, w, E, V, out):
             else:
                 mx(E, 9 * i, w, w_r + 3 * i, w, w_al + 6 * ip[_u(i_par + i)], w, ao)
         ts, ks = ip[_u(i_tsel + i)], ip[_u(i_ksel + i)]
+        if measured and ts >= 0:                       # α_i += S_i δ_i (3a)
+            d = w[_u(w_h + NH + ts)]
+            for k in range(6):
+                w[_u(ao + k)] += fp[_u(f_S + 6 * i + k)] * d
         if ts < 0 and ks < 0:
             continue
         fo, go, so = w_f + 6 * i, w_g + 6 * i, f_S + 6 * i
@@ -84,12 +91,31 @@ def _outputs(ip, fp, w, E, V, out):
 
 
 @njit
+def _backward_with_accelerations(ip, fp, w, E):
+    """``g`` of every body with the joint accelerations' deviations ``δ`` (:mod:`.accelerations`):
+    ``g_λ += ˡX*_i (g_i − I^c_i S_i δ_i)`` from the leaves (the contacts' wrenches already at their
+    bodies), so that ``f_i = f⁰_i + I^c_i α_i − g_i`` holds ``Σ ⁱX*_j I^c_j S_j δ_j`` over the joints
+    ``j`` strictly below ``i`` (``i``'s own is in ``α_i``)."""
+    NB, NH = ip[H_NB], ip[H_NH]
+    i_par, i_tsel, f_S, w_r, w_g, w_Ic, w_h = ip[H_PAR], ip[H_TSEL], ip[H_S], ip[H_WR], ip[H_WG], ip[H_WIC], ip[H_WH]
+    t = ip[H_WTMP] + 56
+    for i in range(NB - 1, 0, -1):
+        p = ip[_u(i_par + i)]
+        for k in range(6):
+            w[_u(t + k)] = w[_u(w_g + 6 * i + k)]
+        ts = ip[_u(i_tsel + i)]
+        if ts >= 0:
+            rbi_apply(w, w_Ic + 10 * i, fp, f_S + 6 * i, w, t, -w[_u(w_h + NH + ts)])
+        fxT_add(E, 9 * i, w, w_r + 3 * i, w, t, w, w_g + 6 * p, 1.0)
+
+
+@njit
 def _residual(ip, fp, w, out):
     """Whitened sensor residuals in the layout's row order: ``e = G u − R msrc`` with the observed
     values ``u = v⁰ + D_a a_0 + D_h h``."""
-    floating, NH, NOBS, MS = ip[H_FLOAT], ip[H_NH], ip[H_NOBS], ip[H_MS]
+    floating, NX, NOBS, MS = ip[H_FLOAT], ip[H_NX], ip[H_NOBS], ip[H_MS]
     za = 6 if floating else 0
-    NZ = za + NH
+    NZ = za + NX
     w_D, w_v0, w_u, w_h, w_a0, w_ms = ip[H_WD], ip[H_WV0], ip[H_WU], ip[H_WH], ip[H_WA0], ip[H_WMS]
     i_olo, i_ohi = ip[H_OLO], ip[H_OHI]
     for ob in range(NOBS):
@@ -101,11 +127,14 @@ def _residual(ip, fp, w, out):
             s += w[_u(do + za + j)] * w[_u(w_h + j)]
         w[_u(w_u + ob)] = s
     i_Gp, i_Gi, f_Gx, i_Rp, i_Ri, f_Rx = ip[H_GP], ip[H_GI], ip[H_GX], ip[H_RP], ip[H_RI], ip[H_RX]
-    o = ip[H_NOUTM]
-    for r in range(MS):
+    o, MSA, NH = ip[H_NOUTM], ip[H_MSA], ip[H_NH]
+    for r in range(MS - MSA):
         s = 0.0
         for pq in range(ip[_u(i_Gp + r)], ip[_u(i_Gp + r + 1)]):
             s += fp[_u(f_Gx + pq)] * w[_u(w_u + ip[_u(i_Gi + pq)])]
         for pq in range(ip[_u(i_Rp + r)], ip[_u(i_Rp + r + 1)]):
             s -= fp[_u(f_Rx + pq)] * w[_u(w_ms + ip[_u(i_Ri + pq)])]
         out[_u(o + r)] = s
+    f_pri = ip[H_PRI]
+    for j in range(MSA):                               # the joint accelerations': (q̈ᵐ + δ − q̈ᵐ) / σ_a
+        out[_u(o + MS - MSA + j)] = fp[_u(f_pri + NH + j)] * w[_u(w_h + NH + j)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NH,
+from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NX,
     H_NPAIR, H_PAIR, H_PAR, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
     H_WV0, H_XB, _OBS_A, _OBS_FP, _u, njit)
 from ...model.spatial_kernels import fx, fxT_add, mx_inv, rbi_apply, rbi_xT_add, solve_rbi
@@ -34,9 +34,9 @@ def _backward_without_contacts(ip, fp, w, E):
 def _observations(ip, fp, w):
     """Contact columns ``Φ_c = ⁰X*_{b_c} X_Fᵀ B_c`` (base coordinates), and every observed quantity
     as ``v⁰ + D z``: ``a_b = a⁰_b + ᵇX_0 a_0``; ``f_s = f⁰_s + I^c_s ˢX_0 a_0 − ˢX*_0 Φ h``."""
-    floating, NH, NC = ip[H_FLOAT], ip[H_NH], ip[H_NC]
+    floating, NC = ip[H_FLOAT], ip[H_NC]
     za = 6 if floating else 0
-    NZ = za + NH
+    NZ = za + ip[H_NX]
     w_R, w_p, w_a, w_f, w_Ic, w_tmp = ip[H_WRP], ip[H_WP], ip[H_WA], ip[H_WF], ip[H_WIC], ip[H_WTMP]
     w_Phi, w_D, w_v0 = ip[H_WPHI], ip[H_WD], ip[H_WV0]
     i_cbody, i_ck, i_choff, i_cxb, f_XB = ip[H_CBODY], ip[H_CK], ip[H_CHOFF], ip[H_CXB], ip[H_XB]
@@ -134,7 +134,7 @@ def _projected_wrench(ip, fp, w, floating, NZ, b, o, sx, t):
 def _base_equation(ip, w):
     """``f_0 = 0``: ``a_0 = a⁰⁰ + P h`` with ``a⁰⁰ = −(I^c_0)⁻¹ f⁰_0`` and ``P = (I^c_0)⁻¹ Φ``.
     Returns False when ``I^c_0`` is not positive definite."""
-    NH = ip[H_NH]
+    NX = ip[H_NX]
     Ic0, w_f, w_Phi, w_K, w_a00, L = ip[H_WIC], ip[H_WF], ip[H_WPHI], ip[H_WK], ip[H_WA00], ip[H_WTMP] + 40
     m = w[_u(Ic0)]
     if not (m > 0.0):
@@ -163,6 +163,6 @@ def _base_equation(ip, w):
     w[_u(L)], w[_u(L + 1)], w[_u(L + 2)] = l00, l10, l11
     w[_u(L + 3)], w[_u(L + 4)], w[_u(L + 5)] = l20, l21, np.sqrt(d22)
     solve_rbi(w, Ic0, w, L, w, w_f, w, w_a00, -1.0)
-    for j in range(NH):
+    for j in range(NX):                  # Φ's columns: the contacts', then −F_j of each δ_j
         solve_rbi(w, Ic0, w, L, w, w_Phi + 6 * j, w, w_K + 6 * j, 1.0)
     return True

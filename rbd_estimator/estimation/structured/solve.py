@@ -1,4 +1,5 @@
-"""The least-squares problem in ``h`` (Nori eq. 16 reduced): block-wise normal equations
+"""The least-squares problem in ``x = (h, δ)`` (Nori eq. 16 reduced; ``δ`` the joint accelerations'
+deviation from the measured ones when they are a measurement, else empty): block-wise normal equations
 ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P + Λ`` (``Λ`` the prior's diagonal information),
 Cholesky, and Householder QR when Cholesky is ill-conditioned. Either leaves the lower triangular
 factor ``L`` of ``N = L Lᵀ`` in ``N_hh`` (``1 / L_jj`` on the diagonal) for the covariance."""
@@ -6,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import (H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NH, H_WA00, H_WBA, H_WBH,
+from .layout import (H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NX, H_WA00, H_WBA, H_WBH,
     H_PRI, H_WD, H_WH, H_WJ, H_WK, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0, _u, njit)
 
 @njit
@@ -62,22 +63,22 @@ def _normal_equations(ip, fp, w):
     rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's h range;
     then the reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in
     ``N_hh``, ``b_h``; lower triangle)."""
-    floating, NH, MSC = ip[H_FLOAT], ip[H_NH], ip[H_MSC]
+    floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
     za = 6 if floating else 0
-    NZ = za + NH
+    NZ = za + NX
     w_D, w_v0, w_J, w_rr, w_ms = ip[H_WD], ip[H_WV0], ip[H_WJ], ip[H_WRR], ip[H_WMS]
     Naa, Nah, Nhh, ba, bh, w_K, w_a00 = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH], ip[H_WK], ip[H_WA00]
     i_Cp, i_Ci, f_Cx, i_CRp, i_CRi, f_CRx = ip[H_CP], ip[H_CI], ip[H_CX], ip[H_CRP], ip[H_CRI], ip[H_CRX]
     i_clo, i_chi = ip[H_CLO], ip[H_CHI]
     for k in range(36):
         w[_u(Naa + k)] = 0.0
-    for k in range(6 * NH):
+    for k in range(6 * NX):
         w[_u(Nah + k)] = 0.0
-    for k in range(NH * NH):
+    for k in range(NX * NX):
         w[_u(Nhh + k)] = 0.0
     for k in range(6):
         w[_u(ba + k)] = 0.0
-    for k in range(NH):
+    for k in range(NX):
         w[_u(bh + k)] = 0.0
     for r in range(MSC):
         lo, hi = ip[_u(i_clo + r)], ip[_u(i_chi + r)]
@@ -106,33 +107,33 @@ def _normal_equations(ip, fp, w):
             for k in range(6):
                 ak = w[_u(jr + k)]
                 for j in range(lo, hi):
-                    w[_u(Nah + NH * k + j)] += ak * w[_u(jr + 6 + j)]
+                    w[_u(Nah + NX * k + j)] += ak * w[_u(jr + 6 + j)]
                 w[_u(ba + k)] += ak * s
         else:
             w[_u(w_rr + r)] = s
         for j in range(lo, hi):
             hj = w[_u(jr + za + j)]
             for m in range(lo, j + 1):
-                w[_u(Nhh + NH * j + m)] += hj * w[_u(jr + za + m)]
+                w[_u(Nhh + NX * j + m)] += hj * w[_u(jr + za + m)]
             w[_u(bh + j)] += hj * s
     if not floating:
         return
-    # U = N_ah + ½ N_aa P (6 × NH); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a
+    # U = N_ah + ½ N_aa P (6 × NX); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a
     U = ip[H_WU]
     for k in range(6):
-        for j in range(NH):
-            s = w[_u(Nah + NH * k + j)]
+        for j in range(NX):
+            s = w[_u(Nah + NX * k + j)]
             t = 0.0
             for m in range(6):
                 nkm = w[_u(Naa + 6 * k + m)] if m <= k else w[_u(Naa + 6 * m + k)]
                 t += nkm * w[_u(w_K + 6 * j + m)]
-            w[_u(U + NH * k + j)] = s + 0.5 * t
-    for j in range(NH):
+            w[_u(U + NX * k + j)] = s + 0.5 * t
+    for j in range(NX):
         for l in range(j + 1):
             s = 0.0
             for m in range(6):
-                s += w[_u(w_K + 6 * j + m)] * w[_u(U + NH * m + l)] + w[_u(U + NH * m + j)] * w[_u(w_K + 6 * l + m)]
-            w[_u(Nhh + NH * j + l)] += s
+                s += w[_u(w_K + 6 * j + m)] * w[_u(U + NX * m + l)] + w[_u(U + NX * m + j)] * w[_u(w_K + 6 * l + m)]
+            w[_u(Nhh + NX * j + l)] += s
         s = 0.0
         for m in range(6):
             s += w[_u(w_K + 6 * j + m)] * w[_u(ba + m)]
@@ -143,10 +144,10 @@ def _normal_equations(ip, fp, w):
 def _add_prior(ip, fp, w):
     """``N += Λ``: the prior's rows ``h_j / σ_j = 0`` (:meth:`~..layout.SystemLayout._prior_rows`)
     add ``1 / σ_j²`` to the diagonal and nothing to ``b``."""
-    NH, Nhh, f_pri = ip[H_NH], ip[H_WNHH], ip[H_PRI]
-    for j in range(NH):
+    NX, Nhh, f_pri = ip[H_NX], ip[H_WNHH], ip[H_PRI]
+    for j in range(NX):
         p = fp[_u(f_pri + j)]
-        w[_u(Nhh + NH * j + j)] += p * p
+        w[_u(Nhh + NX * j + j)] += p * p
 
 
 @njit
@@ -205,31 +206,31 @@ def _qr_solve(ip, fp, w):
     """Fallback for ill-conditioned normal equations: Householder QR of ``J = J_h + J_a P`` with
     the right-hand side and the prior's rows, into ``h``; ``Rᵀ`` goes to ``N_hh`` as its Cholesky
     factor. Returns the diagonal ratio of ``R``."""
-    floating, NH, MSC = ip[H_FLOAT], ip[H_NH], ip[H_MSC]
+    floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
     za = 6 if floating else 0
-    NZ = za + NH
+    NZ = za + NX
     w_J, w_rr, w_K, Q, w_h = ip[H_WJ], ip[H_WRR], ip[H_WK], ip[H_WQR], ip[H_WH]
-    ld = NH + 1
+    ld = NX + 1
     for r in range(MSC):
         jr = w_J + r * NZ
-        for j in range(NH):
+        for j in range(NX):
             s = w[_u(jr + za + j)]
             for m in range(za):
                 s += w[_u(jr + m)] * w[_u(w_K + 6 * j + m)]
             w[_u(Q + r * ld + j)] = s
-        w[_u(Q + r * ld + NH)] = w[_u(w_rr + r)]
+        w[_u(Q + r * ld + NX)] = w[_u(w_rr + r)]
     f_pri = ip[H_PRI]
-    for j in range(NH):                          # the prior: h_j / σ_j = 0
+    for j in range(NX):                          # the prior: h_j / σ_j = 0
         o = Q + (MSC + j) * ld
-        for k in range(NH + 1):
+        for k in range(NX + 1):
             w[_u(o + k)] = 0.0
         w[_u(o + j)] = fp[_u(f_pri + j)]
-    m = MSC + NH
+    m = MSC + NX
     tau = Q + m * ld
-    ratio = _householder_ls(w[Q:Q + m * ld], m, NH, ld, w[w_h:w_h + NH], w[tau:tau + NH + 1])
+    ratio = _householder_ls(w[Q:Q + m * ld], m, NX, ld, w[w_h:w_h + NX], w[tau:tau + NX + 1])
     Nhh = ip[H_WNHH]
-    for j in range(NH):                          # N = Rᵀ R: L = Rᵀ, 1 / L_jj on the diagonal
-        w[_u(Nhh + NH * j + j)] = 1.0 / w[_u(tau + j)]
+    for j in range(NX):                          # N = Rᵀ R: L = Rᵀ, 1 / L_jj on the diagonal
+        w[_u(Nhh + NX * j + j)] = 1.0 / w[_u(tau + j)]
         for k in range(j):
-            w[_u(Nhh + NH * j + k)] = w[_u(Q + k * ld + j)]
+            w[_u(Nhh + NX * j + k)] = w[_u(Q + k * ld + j)]
     return ratio

@@ -12,14 +12,15 @@ class StructuredSolver:
 
     ``ip``/``fp``: packed constant data; ``state``: the estimator's state buffer (``fp`` and ``w``
     are views of its tail); ``w``: work space; ``n_z`` unknowns are left after the
-    tree elimination (``a_0`` and ``h``), ``n_h`` after the base equation; ``m_soft`` sensor rows
+    tree elimination (``a_0``, ``h`` and, measured, the ``n_qdd`` joint accelerations' ``δ``), ``n_h``
+    contact components; ``m_soft`` sensor rows
     (``m_ls`` after compression)."""
 
-    def __init__(self, ip, state, fp, w, n_h, m_soft, m_ls, floating, convert):
+    def __init__(self, ip, state, fp, w, n_h, m_soft, m_ls, floating, convert, n_qdd=0):
         self.ip, self.state, self.fp, self.w = ip, state, fp, w
         self._convert = convert
-        self.n_h, self.m_soft, self.m_ls, self.floating = n_h, m_soft, m_ls, floating
-        self.n_z = n_h + (6 if floating else 0)
+        self.n_h, self.m_soft, self.m_ls, self.floating, self.n_qdd = n_h, m_soft, m_ls, floating, n_qdd
+        self.n_z = n_h + n_qdd + (6 if floating else 0)
         self.conversions = 0            # calls whose q, dq, ddq or y were converted before the kernel
         self.kernel = compiled_tick()
         self.estimate = self._direct_call()
@@ -49,5 +50,6 @@ class StructuredSolver:
 
     def summary(self) -> str:
         return (f"structured solver: {self.n_z} unknowns after the tree elimination "
-                f"({'a_0 (6) + ' if self.floating else ''}{self.n_h} contact components), "
+                f"({'a_0 (6) + ' if self.floating else ''}{self.n_h} contact components"
+                f"{f' + {self.n_qdd} joint accelerations' if self.n_qdd else ''}), "
                 f"{6 if self.floating else 0} base rows, {self.m_soft} sensor rows ({self.m_ls} after compression)")

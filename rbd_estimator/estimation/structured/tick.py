@@ -7,8 +7,9 @@ from numba import types as nbt
 
 from ..checks import first_non_finite, zero_if_finite
 from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
+from .accelerations import acceleration_columns, joint_columns
 from .covariance import covariance
-from .layout import (H_COV, H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NB, H_NH, H_NIMU, H_NJ, H_NOUTM, H_NY, H_RED, H_SCOV,
+from .layout import (H_COV, H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NB, H_NH, H_NX, H_NIMU, H_NJ, H_NOUTM, H_NY, H_RED, H_SCOV,
     H_SIMU, H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_STAIL, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS,
     H_WNHH, _A1, _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
@@ -30,7 +31,7 @@ def structured_tick(ip, S, q, dq, ddq, y):
     for a non-finite input (``info[0]`` which, ``info[1]`` index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio,
     ``info[3]`` the whitened residual's squared norm ``χ²``); 3 for an
     input of the wrong size (nothing computed). Compiled by :func:`compiled_tick`."""
-    NB, NJ, NH, MS = ip[H_NB], ip[H_NJ], ip[H_NH], ip[H_MS]
+    NB, NJ, NX, MS = ip[H_NB], ip[H_NJ], ip[H_NX], ip[H_MS]
     fp, w = S[ip[H_SFP]:ip[H_SW]], S[ip[H_SW]:ip[H_SEND]]
     E, V = S[0:9 * NB], S[9 * NB:15 * NB]
     xsol, imu_buf = S[ip[H_SX]:ip[H_SIMU]], S[ip[H_SIMU]:ip[H_SIMU] + 13]
@@ -56,15 +57,20 @@ def structured_tick(ip, S, q, dq, ddq, y):
     for k in range(y.shape[0]):
         w[_u(w_ms + 4 + k)] = y[_u(k)]
 
-    # ---- observations, the base equation, the least-squares problem in h
+    # ---- observations, the base equation, the least-squares problem in x = (h, δ)
     _observations(ip, fp, w)
+    measured = NX > ip[H_NH]
+    if ip[H_COV] or measured:
+        joint_columns(ip, fp, w)
+    if measured:
+        acceleration_columns(ip, fp, w)
     if floating and not _base_equation(ip, w):
         info[2] = 0.0
         return 2
     _normal_equations(ip, fp, w)
     _add_prior(ip, fp, w)
     w_h, Nhh, bh = ip[H_WH], ip[H_WNHH], ip[H_WBH]
-    ratio = _cholesky_solve(w, Nhh, NH, w, bh, w, w_h)
+    ratio = _cholesky_solve(w, Nhh, NX, w, bh, w, w_h)
     if ratio < _QR_THRESHOLD:
         ratio = _qr_solve(ip, fp, w)
         if not (ratio > _SINGULAR):
@@ -77,7 +83,7 @@ def structured_tick(ip, S, q, dq, ddq, y):
         i_solc = ip[H_SOLC]
         for k in range(6):
             s = w[_u(w_a00 + k)]
-            for j in range(NH):
+            for j in range(NX):
                 s += w[_u(w_K + 6 * j + k)] * w[_u(w_h + j)]
             w[_u(w_a0 + k)] = s
             if ip[_u(i_solc + k)] >= 0:
