@@ -39,8 +39,11 @@ class LockstepNode:
     (``{stamp: efforts}``), ``wrenches`` (``{contact: {stamp: [fx..tz]}}``), ``faults`` (the
     ``~/sensor_faults`` strings received)."""
 
-    def __init__(self, flat: dict, contacts, first_step):
+    def __init__(self, flat: dict, contacts, first_step, inputs: dict | None = None):
+        """``inputs``: topic → the node's input name (default: ``imu`` for ``…/imu``, else the topic's
+        last part, as the shipped humanoid's ``/ft/<sensor>``)."""
         self.flat, self.contacts, self.first_step = flat, list(contacts), first_step
+        self.inputs = inputs or {}
         self.tau, self.wrenches, self.faults = {}, {c: {} for c in contacts}, []
 
     def __enter__(self):
@@ -89,7 +92,7 @@ class LockstepNode:
         before = node.input_counts()
         for topic, msg in step[:-1]:
             self.pubs[topic].publish(msg)
-        names = ["imu" if t.endswith("/imu") else t.rsplit("/", 1)[1] for t, _ in step[:-1]]
+        names = [self.inputs.get(t, "imu" if t.endswith("/imu") else t.rsplit("/", 1)[1]) for t, _ in step[:-1]]
         assert wait(lambda: all(node.input_counts()[n] > before[n] for n in names))
         topic, js = step[-1]
         self.pubs[topic].publish(js)

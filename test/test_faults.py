@@ -37,27 +37,45 @@ def _walk(k: int):
     return np.array([left, not left])
 
 
+def parameters(params: dict, alpha: float) -> dict:
+    return {**params, "fault_false_alarm_rate": alpha, "fault_recovery_time": RECOVERY}
+
+
+def recorded(setup, fault=None, seconds: float = SECONDS):
+    """The trajectory's messages, ``[[(topic, time, serialized), ...]]`` per tick (the sensors 0.1 ms
+    before the joint state), on the topics of the configuration; ``fault(sensor, k, reading) →
+    reading`` alters a force-torque sensor's."""
+    xml, params, traj, _ = setup
+    cfg = SensorConfig.from_parameters(params, node_keys=NODE_KEYS)
+    topic = {s.name: s.topic for s in cfg.sensors}
+    s, est = Serializer(), traj.est
+    steps = []
+    for k in range(int(seconds / (DT * 1e-9))):
+        f = traj.frame(k)
+        t, r = f["stamp"], f["readings"]
+        step = [(topic["imu"], t - 100_000, s.imu(t, r.imu))]
+        for i, n in enumerate(est.ft_names):
+            w = r.ft[i] if fault is None else fault(n, k, r.ft[i].copy())
+            step.append((topic[n], t - 100_000, s.wrench(t, w)))
+        step.append((cfg.node.get("joint_states_topic", "/joint_states"), t,
+                     s.joint_state(t, est.joint_names, f["q"], f["dq"])))
+        steps.append(step)
+    return steps
+
+
 class Run:
     """One replay of the trajectory with a fault ``fault(sensor, k, reading) → reading``."""
 
     def __init__(self, setup, alpha: float, fault=None, seconds: float = SECONDS):
         xml, params, traj, truth = setup
-        cfg = SensorConfig.from_parameters({**params, "fault_false_alarm_rate": alpha,
-                                            "fault_recovery_time": RECOVERY}, node_keys=NODE_KEYS)
+        cfg = SensorConfig.from_parameters(parameters(params, alpha), node_keys=NODE_KEYS)
         self.rep = rep = Replayer(xml, cfg, collect=True)
-        topic = {i.key[1]: t for t, i in rep.handlers.items() if i.key[0] == "sensor"}
-        s, names, ft_names = Serializer(), rep.joint_names, traj.est.ft_names
         self.alarm_ticks, self.excluded = [], {}
         faults = rep.core.faults
-        for k in range(int(seconds / (DT * 1e-9))):
-            f = traj.frame(k)
-            t, r = f["stamp"], f["readings"]
-            rep.feed(topic["imu"], s.imu(t, r.imu), t - 100_000)
-            for i, n in enumerate(ft_names):
-                w = r.ft[i] if fault is None else fault(n, k, r.ft[i].copy())
-                rep.feed(topic[n], s.wrench(t, w), t - 100_000)
+        for k, step in enumerate(recorded(setup, fault, seconds)):
             alarms = faults.alarms
-            rep.feed(rep.js_topic, s.joint_state(t, names, f["q"], f["dq"]), t)
+            for topic, t, raw in step:
+                rep.feed(topic, raw, t)
             if faults.alarms > alarms:
                 self.alarm_ticks.append(k)
             for n in faults.flagged:
@@ -81,6 +99,20 @@ def icub():
     est = estimator_for(xml, cfg)
     traj = Trajectory(est, seed=5, noise=1.0, schedule=_walk)
     return xml, params, traj, PinTruth(xml, est, cfg)
+
+
+def _drift(name, k, w):
+    """l_leg_ft_sensor's force z offset ramping from 0 to 30 N over 2 s from t = 1 s."""
+    if name == "l_leg_ft_sensor" and k >= 1000:
+        w[2] += 30.0 * min(1.0, (k - 1000) / 2000)
+    return w
+
+
+def _clip(name, k, w):
+    """r_foot_ft_sensor clipping its forces at ±200 N."""
+    if name == "r_foot_ft_sensor":
+        w[:3] = np.clip(w[:3], -200.0, 200.0)
+    return w
 
 
 @pytest.fixture(scope="module")
@@ -120,12 +152,7 @@ def test_a_drifting_force_torque_sensor_is_flagged_and_excluded(icub, clean):
     excluded, and the torques after its exclusion as good as the fault-free ones (≤ 2 × their RMS
     error). No estimate is published from it after the alarm tick."""
     k0 = 1000
-
-    def drift(name, k, w):
-        if name == "l_leg_ft_sensor" and k >= k0:
-            w[2] += 30.0 * min(1.0, (k - k0) / 2000)
-        return w
-    run = Run(icub, alpha=1e-6, fault=drift)
+    run = Run(icub, alpha=1e-6, fault=_drift)
     k_detect = _check_isolated(run, clean, "l_leg_ft_sensor", k0, "offset ramp to 30 N over 2 s")
     assert run.excluded["l_leg_ft_sensor"] == list(range(k_detect, 4000))       # it never comes back
     est = run.rep.session.plans.lookup(frozenset({"l_leg_ft_sensor"}))[0]
@@ -138,59 +165,52 @@ def test_a_drifting_force_torque_sensor_is_flagged_and_excluded(icub, clean):
 def test_a_clipping_force_torque_sensor_is_flagged_excluded_and_let_back(icub, clean):
     """r_foot_ft_sensor clips at ±200 N: in single support on the right foot its normal force is
     above that. Flagged when it clips, back in once it has been consistent for the recovery time."""
-    def clip(name, k, w):
-        if name == "r_foot_ft_sensor":
-            w[:3] = np.clip(w[:3], -200.0, 200.0)
-        return w
     first = next(k for k in range(4000) if abs(icub[2].frame(k)["readings"].ft[3][:3]).max() > 200.0)
-    run = Run(icub, alpha=1e-6, fault=clip)
+    run = Run(icub, alpha=1e-6, fault=_clip)
     _check_isolated(run, clean, "r_foot_ft_sensor", first, "clipping at ±200 N")
     assert run.rep.core.faults.returns >= 1               # it came back when the foot unloaded
 
 
 # ---------------------------------------------------------------------------- the node, end to end
-def test_the_node_flags_a_drifting_sensor_publishes_it_and_estimates_without_it():
-    """The live node (real rclpy, lockstep) on the shipped humanoid's recording, l_leg_ft_sensor's
-    force z reading 40 N off from 200 ms on: the node names it on ``~/sensor_faults`` and in
-    ``/diagnostics`` (DEGRADED), keeps publishing every tick, and from the alarm tick on every
-    published estimate is the plan without it — equal to the replay of the same messages with the
-    sensor left out."""
+@pytest.mark.parametrize("fault, sensor", [(_drift, "l_leg_ft_sensor"), (_clip, "r_foot_ft_sensor")],
+                         ids=["drift", "clip"])
+def test_the_node_flags_excludes_and_publishes_the_faulty_sensor(icub, fault, sensor):
+    """The same through the live node (real rclpy, lockstep, iCub's shipped set): the node names the
+    sensor on ``~/sensor_faults`` and in ``/diagnostics`` (DEGRADED), publishes every tick, and every
+    estimate it publishes — from the sensor's exclusion on, the plan without it — equals the replay's
+    of the same messages (the same Session)."""
     pytest.importorskip("rclpy")
-    from lockstep import LockstepNode, stamp
-    from test_replay import node_parameters, recorded_steps
-
-    k_fault, n_steps = 200, 320
-
-    def drift(k, topic, msg):
-        if topic == "/ft/l_leg_ft_sensor" and k >= k_fault:
-            msg.wrench.force.z += 40.0
-    steps = recorded_steps(n_steps, drift)
-    flat = node_parameters(prepare_fallbacks=True, fault_false_alarm_rate=1e-6, fault_recovery_time=10.0)
-    with LockstepNode(flat, ["l_foot", "r_foot"], steps[0]) as n:
-        plans = n.node.session.plans
-        from lockstep import wait
-        assert wait(lambda: plans.single_losses_done, 60.0)      # the fallbacks, planned in the background
-        for k, step in enumerate(steps):
+    from lockstep import LockstepNode, wait
+    from rclpy.serialization import deserialize_message
+    from geometry_msgs.msg import WrenchStamped
+    from sensor_msgs.msg import Imu, JointState
+    xml, params, traj, _ = icub
+    seconds = 1.7                                              # both faults are found before
+    steps = recorded(icub, fault, seconds)
+    types = {"Imu": Imu, "WrenchStamped": WrenchStamped, "JointState": JointState}
+    cfg = SensorConfig.from_parameters(params, node_keys=NODE_KEYS)
+    kind = {s.topic: ("Imu" if s.name == "imu" else "WrenchStamped") for s in cfg.sensors}
+    msgs = [[(topic, deserialize_message(raw, types[kind.get(topic, "JointState")])) for topic, _, raw in step]
+            for step in steps]
+    flat = dict(parameters(params, 1e-6), robot_description=xml, prepare_fallbacks=True)
+    for k in list(flat):
+        if k.endswith(".timeout"):
+            flat[k] = 5.0                                      # a test process's scheduling: no sensor goes stale
+    with LockstepNode(flat, ["l_foot", "r_foot"], msgs[0], {s.topic: s.name for s in cfg.sensors}) as n:
+        session = n.node.session
+        assert wait(lambda: session.plans.single_losses_done, 60.0)     # the fallbacks, planned in the background
+        for k, step in enumerate(msgs):
             assert n.step(step, expect_estimate=k > 0) or k == 0, f"no estimate at step {k}"
-        faults = n.node.session.core.faults
-        assert wait(lambda: n.faults == ["l_leg_ft_sensor"]), n.faults
-        level, message, values = n.node.session.diagnostics(0)
-        flagged_at = faults.flagged["l_leg_ft_sensor"].since
-        used = n.node.session.core.plan_in_use
-    assert "excluded as inconsistent l_leg_ft_sensor" in message and level >= 1
-    assert values["faults/excluded"] == "l_leg_ft_sensor" and used.missing == frozenset({"l_leg_ft_sensor"})
-    k_alarm = next(k for k, s in enumerate(steps) if stamp(s[-1][1]) == flagged_at)
-    print(f"\nnode: l_leg_ft_sensor 40 N off from step {k_fault}, excluded at step {k_alarm} "
-          f"({k_alarm - k_fault} ms of data later); {len(n.tau)} of {n_steps - 1} ticks published")
-    assert k_fault <= k_alarm <= k_fault + 5 and len(n.tau) == n_steps - 1
-    # the same messages through the replay (the same Session, planning on demand): the same estimates
-    from rclpy.serialization import serialize_message
-    rep = Replayer(flat["robot_description"], SensorConfig.from_parameters(
-        {k: v for k, v in flat.items() if k != "robot_description"}, node_keys=NODE_KEYS), collect=True)
-    for step in steps:
-        for topic, msg in step:
-            rep.feed(topic, serialize_message(msg), stamp(step[-1][1]) - (topic != "/joint_states"))
-    res = rep.results()
-    assert rep.core.faults.flagged.keys() == {"l_leg_ft_sensor"}
-    worst = max(float(np.abs(n.tau[int(st)] - tau).max()) for st, tau in zip(res["stamps"], res["tau"]))
-    assert len(res["stamps"]) == n_steps - 1 and worst <= 1e-12, worst
+        assert wait(lambda: sensor in ", ".join(n.faults)), n.faults
+        level, message, values = session.diagnostics(0)
+        flagged = dict(session.core.faults.flagged)
+        node_tau = dict(n.tau)
+    run = Run(icub, alpha=1e-6, fault=fault, seconds=seconds)
+    res = run.rep.results()
+    assert sensor in flagged and set(run.excluded) == {sensor}
+    print(f"\nnode: {sensor} excluded, ~/sensor_faults {n.faults}; {len(node_tau)} of {len(steps) - 1} ticks "
+          f"published; /diagnostics: {message}")
+    assert values["faults/exclusions"] >= 1 and level >= 1 and f"excluded as inconsistent {sensor}" in message
+    assert len(node_tau) == len(steps) - 1 == len(res["stamps"])
+    worst = max(float(np.abs(node_tau[int(st)] - tau).max()) for st, tau in zip(res["stamps"], res["tau"]))
+    assert worst <= 1e-12, worst

@@ -48,20 +48,22 @@ def _torque_rows(ip, fp, w):
                 for k in range(6):
                     s += w[_u(s0 + k)] * w[_u(w_Phi + 6 * col + k)]
                 w[_u(row + col)] -= s
-        if NX == NH:
-            continue
-        for pq in range(ip[_u(ip[H_DSCP] + i)], ip[_u(ip[H_DSCP] + i + 1)]):
-            j = ip[_u(ip[H_DSCI] + pq)]
-            s = 0.0
-            for k in range(6):
-                s += w[_u(s0 + k)] * w[_u(w_F + 6 * j + k)]
-            w[_u(row + NH + ip[_u(i_tsel + j)])] += s
-        for pq in range(ip[_u(ip[H_ANCP] + i)], ip[_u(ip[H_ANCP] + i + 1)]):
-            j = ip[_u(ip[H_ANCI] + pq)]
-            s = 0.0
-            for k in range(6):
-                s += w[_u(F + k)] * w[_u(w_s0 + 6 * j + k)]
-            w[_u(row + NH + ip[_u(i_tsel + j)])] += s
+        if NX > NH:
+            _inertia_terms(ip, w, row + NH, s0, w_F, ip[H_DSCP] + i, ip[H_DSCI])     # j in i's subtree
+            _inertia_terms(ip, w, row + NH, F, w_s0, ip[H_ANCP] + i, ip[H_ANCI])     # j above i
+
+
+@njit(inline="always")
+def _inertia_terms(ip, w, row, a, b, p, idx):
+    """``row[j] += a · b_j`` for the joints' bodies ``j`` listed at ``idx[ip[p]:ip[p + 1]]``
+    (``b_j`` the six values at ``b + 6 j``): the ``M_ij`` of :func:`_torque_rows`."""
+    i_tsel = ip[H_TSEL]
+    for pq in range(ip[_u(p)], ip[_u(p + 1)]):
+        j = ip[_u(idx + pq)]
+        s = 0.0
+        for k in range(6):
+            s += w[_u(a + k)] * w[_u(b + 6 * j + k)]
+        w[_u(row + ip[_u(i_tsel + j)])] += s
 
 
 @njit
