@@ -50,7 +50,7 @@ class LockstepNode:
         import rclpy
         from geometry_msgs.msg import WrenchStamped
         from rclpy.context import Context
-        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
         from rclpy.qos import QoSProfile, QoSReliabilityPolicy
         from sensor_msgs.msg import JointState
         from std_msgs.msg import String
@@ -63,9 +63,12 @@ class LockstepNode:
         self.node = node = EstimatorNode("rbd_estimator", context=self.ctx, parameter_overrides=parameters(self.flat))
         self.client = client = rclpy.create_node("lockstep_client", context=self.ctx)
         self.ex.add_node(node)
-        self.ex.add_node(client)
+        self.client_ex = SingleThreadedExecutor(context=self.ctx)    # the client's callbacks on their own thread
+        self.client_ex.add_node(client)
         self.th = threading.Thread(target=self.ex.spin, daemon=True)
         self.th.start()
+        self.client_th = threading.Thread(target=self.client_ex.spin, daemon=True)
+        self.client_th.start()
         node.trigger_configure()
         assert node.lifecycle_state == "inactive", node.last_error
         node.trigger_activate()
@@ -102,9 +105,11 @@ class LockstepNode:
         return wait(lambda: s in self.tau and all(s in self.wrenches[c] for c in self.contacts))
 
     def __exit__(self, *exc):
+        self.client_ex.shutdown()
         self.ex.shutdown()
         self.node.destroy_node()
         self.client.destroy_node()
         self._rclpy.shutdown(context=self.ctx)
         self.th.join(5.0)
+        self.client_th.join(5.0)
         return False

@@ -214,3 +214,27 @@ def test_the_node_flags_excludes_and_publishes_the_faulty_sensor(icub, fault, se
     assert len(node_tau) == len(steps) - 1 == len(res["stamps"])
     worst = max(float(np.abs(node_tau[int(st)] - tau).max()) for st, tau in zip(res["stamps"], res["tau"]))
     assert worst <= 1e-12, worst
+
+
+def test_the_test_waits_for_the_derivative_filter_after_the_start():
+    """The χ² test is off for ``fault_start_delay`` after the first estimate (data time: the joint
+    states' stamps): the derivative filter's first accelerations are model error, not a sensor's
+    fault; then an inconsistent estimate that no sensor's exclusion explains publishes nothing."""
+    from types import SimpleNamespace as NS
+    from rbd_estimator.runtime.faults import FaultMonitor
+    events = []
+    mon = FaultMonitor(1e-6, 1.0, lambda level, text: events.append(text), start_delay_s=0.1)
+    plan = NS(missing=frozenset(), estimator=NS(config=NS(sensors=())))      # no sensor to exclude
+    plans = NS(lookup=lambda missing: (None, "none"))
+    bad = NS(chi2=1e6, dof=10)
+    js = NS(stamp_ns=0)
+    inputs = NS(joint_states=js)
+
+    def screen(t_ms):
+        js.stamp_ns = int(t_ms * 1e6)
+        return mon.screen(NS(request_plan=None), inputs, plans, plan, bad, 0, None)
+    assert screen(0) is not None and screen(99) is not None          # the start: no test yet
+    assert screen(101) is None and mon.unexplained == 1               # then the test, and no single sensor
+    mon.restart()                                                     # an activation: the delay again
+    assert screen(300) is not None and screen(401) is None
+    assert mon.alarms == 2 and "no single sensor explains it" in events[-1]
