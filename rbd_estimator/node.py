@@ -215,7 +215,9 @@ class EstimatorNode(LifecycleNodeMixin, Node):
             self.session.emit = self._emit
 
     def _emit(self, topic: str, now: int, data: bytes) -> None:
-        self._pubs[topic].publish(data)
+        pub = self._pubs[topic]
+        if pub.get_subscription_count():     # nobody listening (the uncertainty's topics, often): no send
+            pub.publish(data)
 
     # ================================================================== log lines
     def _queue_log(self, level: int, text: str) -> None:
