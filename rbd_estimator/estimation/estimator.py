@@ -201,8 +201,7 @@ class Estimator(EstimatorInterface):
         except (FloatingPointError, ValueError) as exc:   # noqa: PERF203 - plan time
             weak = (f"the nominal stance is singular ({exc})",)
         else:
-            prior = self.config.contact_prior_stddev * max(1.0, float(sum(I[5, 5] for I in self.model.inertias))
-                                                            * float(np.linalg.norm(self.model.gravity)))
+            prior = lay.prior_stddev
             sd = np.sqrt(np.diagonal(r.contact_covariance, axis1=1, axis2=2))
             weak = tuple(f"{c} {BOUNDARY[k]}" for i, c in enumerate(self.contact_names) for k in range(6)
                          if sd[i, k] > 0.1 * prior)
@@ -249,10 +248,8 @@ class Estimator(EstimatorInterface):
 
     @property
     def residual_dof(self) -> int:
-        """Degrees of freedom of the whitened residual: Newton–Euler and measurement rows minus
-        unknowns (the prior's rows left out); 0 without redundancy."""
-        lay = self._layout
-        return max(0, lay.m_hard + lay.m_sensor - lay.n)
+        """Degrees of freedom of the whitened residual (:attr:`.layout.SystemLayout.residual_dof`)."""
+        return self._residual_dof
 
     @property
     def pivot_fallbacks(self) -> int:
@@ -360,7 +357,8 @@ class Estimator(EstimatorInterface):
         self._GR = lu.permute_rows(R)
         # outputs: τ, wrenches, and for KKT the whitened residuals e = λ_s
         O = lay.out_map
-        measured_redundant = lay.m_hard + lay.m_sensor > lay.n      # the measurements alone over-determine
+        self._residual_dof = lay.residual_dof
+        measured_redundant = self._residual_dof > 0                 # the measurements alone over-determine
         if redundant:
             O = sp.hstack([O, sp.csr_matrix((O.shape[0], N - lay.n))])
             if measured_redundant:

@@ -258,13 +258,25 @@ class SystemLayout:
             self.triplets.append((r, self.col("qdd", joint), 0, w))
             self.rhs.append((r, self.r_qdd + k, w))
 
+    @property
+    def prior_stddev(self) -> float:
+        """The prior's standard deviation of a contact force (N) and torque (N·m): ``contact_prior_stddev``
+        times the robot's weight (at least 1 N)."""
+        m = self.model
+        weight = float(sum(I[5, 5] for I in m.inertias)) * float(np.linalg.norm(m.gravity))
+        return self.config.contact_prior_stddev * max(weight, 1.0)
+
+    @property
+    def residual_dof(self) -> int:
+        """Degrees of freedom of the whitened measurement residual: Newton–Euler and measurement rows
+        minus unknowns (the prior's rows left out); 0 when the measurements are not redundant."""
+        return max(0, self.m_hard + self.m_sensor - self.n)
+
     def _prior_rows(self):
         """``h_c,k / σ_k = 0``: the zero-mean prior on every contact component, ``σ_k`` the
         ``contact_prior_stddev`` times the robot's weight (N) for a force, times the weight and
         1 m (N·m) for a torque."""
-        m = self.model
-        weight = float(sum(I[5, 5] for I in m.inertias)) * float(np.linalg.norm(m.gravity))
-        sigma = self.config.contact_prior_stddev * max(weight, 1.0)
+        sigma = self.prior_stddev
         names = featherstone_names()
         for c, _, B in self.contacts:
             col = self.col("h", c.name)

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 from scipy.stats import chi2 as _chi2
 
+from .tick import estimate_with
+
 
 @dataclass
 class Flagged:
@@ -109,14 +111,11 @@ class FaultMonitor:
     def _estimate(self, core, inputs, plans, missing, mask):
         """The estimate of the plan without ``missing`` (planned now or in the background when
         new), or None when there is none (yet) or it fails."""
-        p, reason = plans.lookup(missing)
-        if p is None and reason is None and plans.request(missing) and core.request_plan is not None:
-            core.request_plan(plans, missing)
-            p, reason = plans.lookup(missing)
+        p, _ = core.plan_for(plans, missing)
         if p is None:
             return None
         try:
-            return p, p.estimator.estimate(inputs.q, inputs.dq, inputs.ddq, y=p.measurement(inputs), contacts=mask)
+            return p, estimate_with(p, inputs, mask)
         except Exception:  # noqa: BLE001 - a candidate that cannot estimate is not the answer
             return None
 

@@ -77,11 +77,7 @@ class TickCore:
         self.ticks += 1
         mask = contacts.update(inputs, now) if contacts is not None and contacts.switchable else None
         missing = inputs.missing(now)
-        plan, reason = plans.lookup(missing)
-        if plan is None and reason is None and plans.request(missing):
-            if self.request_plan is not None:
-                self.request_plan(plans, missing)
-            plan, reason = plans.lookup(missing)
+        plan, reason = self.plan_for(plans, missing)
         shown = self._reported(missing, now) if self._joining else missing
         key = (shown, plan is None, reason)
         if key != self.last_missing:
@@ -95,7 +91,7 @@ class TickCore:
             return None
         self.plan_in_use = plan
         try:
-            r = plan.estimator.estimate(inputs.q, inputs.dq, inputs.ddq, y=plan.measurement(inputs), contacts=mask)
+            r = estimate_with(plan, inputs, mask)
         except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
             self.estimate_failures += 1
             self.no_output += 1
@@ -118,6 +114,16 @@ class TickCore:
         self.last_result = r
         return plan, r
 
+    def plan_for(self, plans, missing: frozenset):
+        """``(plan, None)`` for the sensors ``missing``, or ``(None, reason)`` (``reason`` None while
+        it is being planned: a new loss is requested here, planned at once or in the background)."""
+        plan, reason = plans.lookup(missing)
+        if plan is None and reason is None and plans.request(missing):
+            if self.request_plan is not None:
+                self.request_plan(plans, missing)
+            plan, reason = plans.lookup(missing)
+        return plan, reason
+
     def _subset_unavailable(self, plan, contacts, mask) -> bool:
         """Report a change of contact subset; True (no output this tick) when the plan of the
         missing sensors has no well-posed estimate for it."""
@@ -134,8 +140,13 @@ class TickCore:
         return False
 
 
+def estimate_with(plan, inputs, mask):
+    """The estimate of ``plan`` from the latest samples of ``inputs`` (``mask``: the contact subset)."""
+    return plan.estimator.estimate(inputs.q, inputs.dq, inputs.ddq, y=plan.measurement(inputs), contacts=mask)
+
+
 def _finite(a) -> bool:
     return bool(np.isfinite(a).all())
 
 
-__all__ = ["TickCore"]
+__all__ = ["TickCore", "estimate_with"]
