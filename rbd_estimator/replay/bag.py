@@ -119,8 +119,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
             raise ReplayError(f"cannot plan the estimator: {type(exc).__name__}: {exc}") from None
         wanted = dict(rep.handlers)
         desc_topic = resolve(settings.robot_description_topic, namespace, node_name)
-        outputs = {rep.torque_topic, *rep.wrench_topics, rep.variance_topic, *rep.covariance_topics, rep.state_topic,
-                   rep.faults_topic}
+        outputs = {t for t, _ in rep.outputs}
         copy = [c for c in reader.connections
                 if (c.topic in wanted or c.topic == desc_topic) and c.topic not in outputs]
         if not any(c.topic == rep.js_topic for c in copy):
@@ -155,14 +154,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
             else:
                 out_conn[key] = writer.add_connection(c.topic, c.msgtype, typestore=ts,
                                                       offered_qos_profiles=c.ext.offered_qos_profiles)
-        est_conns = [writer.add_connection(rep.torque_topic, cdr.JOINT_STATE, typestore=ts)]
-        est_conns += [writer.add_connection(t, cdr.WRENCH_STAMPED, typestore=ts) for t in rep.wrench_topics]
-        if rep.variance_topic:
-            est_conns.append(writer.add_connection(rep.variance_topic, cdr.JOINT_STATE, typestore=ts))
-        est_conns += [writer.add_connection(t, cdr.FLOAT64_MULTI_ARRAY, typestore=ts) for t in rep.covariance_topics]
-        if rep.state_topic:
-            est_conns.append(writer.add_connection(rep.state_topic, cdr.JOINT_STATE, typestore=ts))
-        est_conns.append(writer.add_connection(rep.faults_topic, cdr.STRING, typestore=ts))
+        est_conns = [writer.add_connection(t, msgtype, typestore=ts) for t, msgtype in rep.outputs]
         out_conns = [out_conn.get((c.topic, c.msgtype)) for c in copy] + est_conns
         topics = [c.topic for c in copy]
         counter = [0]

@@ -106,6 +106,9 @@ class Replayer:
         self.covariance_topics = [r(t) for t in s.covariance_topics]
         self.state_topic = r("~/contact_state") if s.contacts.switchable else None
         self.faults_topic = r(FAULTS_TOPIC)
+        types = {o.topic: o.message for o in s.outputs()}
+        #: ``[(resolved topic, ROS type)]`` of the output connections, in their order after the inputs'
+        self.outputs = [(r(t), types[t]) for t in outputs]
         # the output encoders (templates: stamp and values set per estimate, in batches here)
         self._templates = [s.torque_encoder, *s.wrench_encoders] + [s.variance_encoder] * len(variance) \
             + list(s.covariance_encoders)
