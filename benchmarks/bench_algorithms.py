@@ -192,7 +192,7 @@ def carpentier(calls: int) -> list[dict]:
 
 def nori(calls: int, sizes=(5, 10, 20, 30, 50, 75, 100)) -> list[dict]:
     """Fig. 1 in time: forward dynamics of fixed-base serial chains of N_B links."""
-    from rbd_estimator.estimation.forward import SparseForwardDynamics
+    from rbd_estimator.dynamics.aba_factorization import aba_flops
     out = []
     for n in sizes:
         p = _pair(tree_urdf(serial_chain(n), seed=n)[0], False)     # the chains of bench_scaling's Fig. 1
@@ -205,16 +205,13 @@ def nori(calls: int, sizes=(5, 10, 20, 30, 50, 75, 100)) -> list[dict]:
         d = dyn.DynamicsData(m)
         t_aba, t_lu = paired_median_us(lambda: dyn.aba(m, q, v, tau, data=d), lambda: sfd.compute(q, v, tau), calls)
         t_pin = median_us(lambda: pin.aba(pm, pd, qp, vp, taup), calls)
-        out.append(dict(n=n, aba=t_aba, lu=t_lu, pin_aba=t_pin, lu_flops=sfd.lu.flops, aba_flops=sum(cost(m).aba)))
+        out.append(dict(n=n, aba=t_aba, lu=t_lu, pin_aba=t_pin, lu_flops=sfd.lu.flops,
+                        aba_flops=aba_flops(m, q, v, tau), aba_formula=sum(cost(m).aba)))
     return out
 
 
 def papers(out_dir: str, calls: int) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    os.makedirs(out_dir, exist_ok=True)
-
+    """Measure and print the three sections, then save their figures under ``out_dir``."""
     F = featherstone(calls)
     print("Featherstone §6: forward dynamics via CRBA + LTDL over ABA (30 DoF, floating base)")
     print(f"{'model':<10}{'ABA µs':>8}{'CRBA+LTDL µs':>14}{'ratio':>7}{'cost()':>8}{'paper':>7}"
@@ -225,6 +222,29 @@ def papers(out_dir: str, calls: int) -> None:
     hum, chain = F
     print(f"CRBA + LTDL, chain over humanoid: ours {chain['fd'] / hum['fd']:.2f}, pinocchio "
           f"{chain['pin_fd'] / hum['pin_fd']:.2f}, cost() {chain['fd_ops'] / hum['fd_ops']:.2f}, paper 2.18 (a = m)")
+    Cp = carpentier(calls)
+    print("\nCarpentier: M⁻¹ by Algorithm 1 against CRBA + factorisation + inversion (floating base, µs)")
+    print(f"{'robot':<7}{'nv':>4}{'minverse':>10}{'CRBA+LTDL+inv':>15}{'ratio':>7}"
+          f"{'pin Minverse':>14}{'pin CRBA+chol+inv':>19}{'pin ratio':>10}")
+    for r in Cp:
+        print(f"{r['robot']:<7}{r['nv']:>4}{r['minverse']:>10.2f}{r['chol']:>15.2f}{r['minverse'] / r['chol']:>7.2f}"
+              f"{r['pin_minverse']:>14.2f}{r['pin_chol']:>19.2f}{r['pin_minverse'] / r['pin_chol']:>10.2f}")
+    N = nori(calls)
+    print("\nNori Fig. 1 in time: forward dynamics of a fixed-base serial chain (µs; flops as in Fig. 1)")
+    print(f"{'N_B':>5}{'sparse LU':>11}{'ABA':>9}{'pin ABA':>9}{'LU/ABA':>8}{'LU flops':>10}{'ABA flops':>11}")
+    for r in N:
+        print(f"{r['n']:>5}{r['lu']:>11.2f}{r['aba']:>9.2f}{r['pin_aba']:>9.2f}{r['lu'] / r['aba']:>8.2f}"
+              f"{r['lu_flops']:>10d}{r['aba_flops']:>11d}")
+    plot_papers(F, Cp, N, out_dir)
+
+
+def plot_papers(F, Cp, N, out_dir: str) -> None:
+    """``papers_featherstone.png``, ``papers_carpentier.png``, ``papers_nori.png`` from the rows of
+    :func:`featherstone`, :func:`carpentier` and :func:`nori`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(out_dir, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 3.5))
     labels = ["paper (ops)", "cost() (ops)", "ours (time)", "pinocchio (time)"]
     for k, r in enumerate(F):
@@ -236,14 +256,6 @@ def papers(out_dir: str, calls: int) -> None:
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "papers_featherstone.png"), dpi=100)
-
-    Cp = carpentier(calls)
-    print("\nCarpentier: M⁻¹ by Algorithm 1 against CRBA + factorisation + inversion (floating base, µs)")
-    print(f"{'robot':<7}{'nv':>4}{'minverse':>10}{'CRBA+LTDL+inv':>15}{'ratio':>7}"
-          f"{'pin Minverse':>14}{'pin CRBA+chol+inv':>19}{'pin ratio':>10}")
-    for r in Cp:
-        print(f"{r['robot']:<7}{r['nv']:>4}{r['minverse']:>10.2f}{r['chol']:>15.2f}{r['minverse'] / r['chol']:>7.2f}"
-              f"{r['pin_minverse']:>14.2f}{r['pin_chol']:>19.2f}{r['pin_minverse'] / r['pin_chol']:>10.2f}")
     fig, ax = plt.subplots(figsize=(6, 3.5))
     x = np.arange(len(Cp))
     for k, (key, label) in enumerate((("minverse", "ours: minverse"), ("chol", "ours: CRBA+LTDL+inv"),
@@ -255,13 +267,6 @@ def papers(out_dir: str, calls: int) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "papers_carpentier.png"), dpi=100)
-
-    N = nori(calls)
-    print("\nNori Fig. 1 in time: forward dynamics of a fixed-base serial chain (µs; flops as in Fig. 1)")
-    print(f"{'N_B':>5}{'sparse LU':>11}{'ABA':>9}{'pin ABA':>9}{'LU/ABA':>8}{'LU flops':>10}{'ABA flops':>11}")
-    for r in N:
-        print(f"{r['n']:>5}{r['lu']:>11.2f}{r['aba']:>9.2f}{r['pin_aba']:>9.2f}{r['lu'] / r['aba']:>8.2f}"
-              f"{r['lu_flops']:>10d}{r['aba_flops']:>11d}")
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     ns = [r["n"] for r in N]
     ax[0].plot(ns, [r["lu"] for r in N], "o-", label="SparseForwardDynamics (sparse LU)")
@@ -269,14 +274,14 @@ def papers(out_dir: str, calls: int) -> None:
     ax[0].plot(ns, [r["pin_aba"] for r in N], "^-", label="pinocchio aba")
     ax[0].set(title="Forward dynamics, serial chain: time", xlabel="N_B", ylabel="µs (median)")
     ax[1].plot(ns, [r["lu_flops"] for r in N], "o-", label="sparse LU (planned)")
-    ax[1].plot(ns, [r["aba_flops"] for r in N], "s-", label="ABA (McMillan-Orin formula)")
+    ax[1].plot(ns, [r["aba_flops"] for r in N], "s-", label="ABA (counted)")
+    ax[1].plot(ns, [r["aba_formula"] for r in N], "k--", lw=0.8, label="ABA (McMillan-Orin formula)")
     ax[1].set(title="… and operation counts (cf. Nori Fig. 1)", xlabel="N_B", ylabel="flops")
     for a in ax:
         a.grid(alpha=0.3)
         a.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "papers_nori.png"), dpi=100)
-
 
 if __name__ == "__main__":
     main()

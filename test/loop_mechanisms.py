@@ -256,22 +256,28 @@ def humanoid_rotors(xml: str, gear: dict | None = None, default_gear: float = 6.
 
 
 # ---------------------------------------------------------------------------- §VI-C experiment
-def reflected_inertia(tree) -> np.ndarray:
-    """Diagonal "armature" of the approximate system (§VI-C, MuJoCo's armature): for every
-    independent coordinate j, ``Σ_rotors (S_r ẏ-column j)ᵀ I_r (S_r column j)`` at the reference
-    configuration, ``S_r`` being the rotor's rows of the cluster's ``S_k`` (eq. 15). A rotor on the
-    output body turns at ``G_rj`` times joint j, so this is ``Σ_r G_rj² I_r,axis``."""
+def reflected_inertia_matrix(tree) -> np.ndarray:
+    """The rotors' inertia reflected to the independent coordinates, ``Σ_rotors S_rᵀ I_r S_r``
+    (nvy × nvy) at the reference configuration, ``S_r`` being the rotor's rows of the cluster's
+    ``S_k`` (eq. 15). A rotor turning at ``Σ_j G_rj ẏ_j`` contributes ``G_rj G_rk I_r,axis`` to
+    entry (j, k): off the diagonal where one rotor is driven by two joints (the belt's ankle rotor)."""
     from rbd_estimator.dynamics.clusters import cluster_joint
     urdf_bodies = tree.urdf_model.NB
-    out = np.zeros(tree.nvy)
+    out = np.zeros((tree.nvy, tree.nvy))
     q = tree.q_reference.copy()
     for c in tree.clusters:
         S = cluster_joint(tree, c.index, q).S
         for m, i in enumerate(c.bodies):
             if i >= urdf_bodies:                                    # an extra body: a rotor
                 Sr = S[6 * m:6 * m + 6]
-                out[c.y_v] += np.diag(Sr.T @ tree.model.inertias[i] @ Sr)
+                out[np.ix_(c.y_v, c.y_v)] += Sr.T @ tree.model.inertias[i] @ Sr
     return out
+
+
+def reflected_inertia(tree) -> np.ndarray:
+    """Diagonal "armature" of the approximate system (§VI-C, MuJoCo's armature): the diagonal of
+    :func:`reflected_inertia_matrix`, ``Σ_r G_rj² I_r,axis`` for every independent coordinate j."""
+    return np.diag(reflected_inertia_matrix(tree)).copy()
 
 
 def rotor_torque_errors(tree, A: float = 0.5, omega: float = 1.5, samples: int = 400) -> dict:

@@ -22,7 +22,7 @@ from . import kinematics as kin
 from . import structured
 from .config import SensorConfig
 from .layout import SystemLayout
-from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
+from .plan import PlanReport, StaticLU, check_well_posed, costs_of, plan_static_lu, random_states
 from .checks import first_non_finite
 from .layout import BOUNDARY
 from .interface import EstimatorInterface
@@ -236,6 +236,12 @@ class Estimator(EstimatorInterface):
     def layout(self) -> SystemLayout:
         """The layout of Nori's system for this sensor set (unknowns, rows, sources): part of the plan."""
         return self._layout
+
+    @property
+    def factorisation(self) -> StaticLU:
+        """The planned sparse LU of the generic path (patterns, pivots, the map from sources to
+        values): what :attr:`report`'s ``nnz``, ``fill_in`` and ``flops`` describe."""
+        return self._lu
 
     @property
     def measurements(self) -> Measurements:
