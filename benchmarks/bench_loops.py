@@ -145,8 +145,9 @@ def fit(x, y):
     return a, b, r2
 
 
-def estimator_rows(seconds: float) -> None:
-    """LoopEstimator tick versus the tree estimate (see the module docstring)."""
+def estimator_rows(seconds: float) -> list[dict]:
+    """LoopEstimator tick versus the tree estimate (see the module docstring); prints and returns
+    the rows (``name, loops, loop, tree, python``: µs)."""
     from test_loop_estimator import LOOPS, XML, LoopTruth, _read
 
     from rbd_estimator.estimation import SensorConfig
@@ -164,6 +165,7 @@ def estimator_rows(seconds: float) -> None:
     n = len(est.joint_names)
     cases.append(("four-bar knee + rotors (fixed base)", est,
                   dict(q=rng.uniform(-1, 1, n), dq=rng.normal(size=n), ddq=rng.normal(size=n))))
+    rows = []
     print(f"\n{'robot':40s} {'loops per tick':>15s} {'LoopEstimator µs':>17s} {'tree estimate µs':>17s} {'ratio':>6s} {'Python loops µs':>15s}")
     for name, est, inputs in cases:
         sensors = {k: v for k, v in inputs.items() if k not in ("q", "dq", "ddq")}
@@ -180,6 +182,8 @@ def estimator_rows(seconds: float) -> None:
         est._packed = packed
         print(f"{name:40s} {state:>15s} {t_loop:17.1f} {t_tree:17.1f} {t_loop / t_tree:6.2f} {t_python:15.0f}",
               flush=True)
+        rows.append(dict(name=name, loops=state, loop=t_loop, tree=t_tree, python=t_python))
+    return rows
 
 
 def main() -> None:

@@ -1,10 +1,10 @@
 """Plan time per robot and per contact subset, plan time and per-estimate time versus the number of
-bodies (serial chains, balanced trees), and Nori-style operation counts (Figs. 1 and 2) from the plan.
+bodies (serial chains, balanced trees).
 
 Run: .venv/bin/python benchmarks/bench_scaling.py [--max-bodies 500] [--out docs/] [--plan-only]
 Prints the plan table (shipped robots with their parameter files, the 16 contact subsets of the
-quadruped, generated trees), then the scaling table, and saves docs/scaling.png and
-docs/nori_fig1_fig2.png (not with --plan-only). A plan is ``make_estimator(model, config)`` with the
+quadruped, generated trees), then the scaling table, and saves docs/scaling.png (not with
+--plan-only). Nori's Figs. 1 and 2 (counts) are ``benchmarks/papers_figures.py``'s. A plan is ``make_estimator(model, config)`` with the
 model built once (what a contact switch or a sensor fallback pays); the median of ``--reps`` plans.
 Each generated estimator: floating base, IMU on the root, two feet with force-torque sensors in
 full-wrench contact (the load-cell figure uses slippery feet with four cells each, Nori §VI).
@@ -24,11 +24,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import machine  # noqa: E402
 from trees import balanced_binary_tree, random_tree, serial_chain, tree_urdf  # noqa: E402
 
-from rbd_estimator import IllPosedError, RobotModel, robots  # noqa: E402
+from rbd_estimator import IllPosedError, robots  # noqa: E402
 from rbd_estimator.estimation.loops import model_for  # noqa: E402
-from rbd_estimator.model.cost import cost  # noqa: E402
 from rbd_estimator.estimation import ImuSample, SensorConfig, estimator_for, make_estimator  # noqa: E402
-from rbd_estimator.estimation.forward import SparseForwardDynamics  # noqa: E402
 
 
 def config(soles, load_cells=False):
@@ -141,7 +139,6 @@ def main():
             print(f"{topo:14s} bodies {est.model.NB:4d}  plan {plan_s:7.2f} s  estimate {us:9.1f} µs  "
                   f"flops {est.report.flops:9d}  fill-in {est.report.fill_in:7d}", flush=True)
     plot_scaling(rows, args.out)
-    nori_figures(args.out, sizes)
 
 
 def plot_scaling(rows, out):
@@ -167,38 +164,6 @@ def save(fig, ax, out, name):
     path = os.path.join(out, name)
     fig.savefig(path, dpi=100)
     print("saved", path)
-
-
-def nori_figures(out, sizes):
-    """Fig. 1: forward dynamics of a serial chain, sparse LU vs ABA; Fig. 2: inverse dynamics with
-    load cells at the extremal links (slippery contacts), sparse LU vs RNEA formula."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    ns = [n for n in (5, 10, 20, 30, 50, 75, 100) if n <= max(sizes)]
-    fd, aba_ops, est_ops, rnea_ops = [], [], [], []
-    for n in ns:
-        xml, soles = tree_urdf(serial_chain(n), seed=n, ft_leaves=0)
-        m = RobotModel.from_urdf(xml, floating_base=False)
-        f = SparseForwardDynamics(m)
-        fd.append(f.lu.flops)
-        parents = [-1] + serial_chain(n - 1)
-        xml2, soles2 = tree_urdf(parents, seed=n, ft_leaves=1)
-        est = estimator_for(xml2, config(soles2, load_cells=True))
-        c = cost(m)
-        aba_ops.append(sum(c.aba))
-        rnea_ops.append(sum(c.rnea))
-        est_ops.append(est.report.flops)
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    ax[0].plot(ns, fd, "o-", label="sparse LU (planned)")
-    ax[0].plot(ns, aba_ops, "s-", label="ABA (McMillan-Orin formula)")
-    ax[0].set(title="Forward dynamics, serial chain (cf. Nori Fig. 1)", xlabel="N_B", ylabel="flops")
-    ax[1].plot(ns, est_ops, "o-", label="sparse LU, load cells, slippery foot")
-    ax[1].plot(ns, rnea_ops, "s-", label="RNEA formula (no sensors)")
-    ax[1].set(title="Estimation, serial chain (cf. Nori Fig. 2)", xlabel="N_B", ylabel="flops")
-    save(fig, ax, out, "nori_fig1_fig2.png")
-    for n, a, b, c_, d in zip(ns, fd, aba_ops, est_ops, rnea_ops):
-        print(f"N_B {n:4d}  FD sparse LU {a:8d}  ABA {b:8d}  estimate {c_:10.0f}  RNEA {d:8d}")
 
 
 if __name__ == "__main__":

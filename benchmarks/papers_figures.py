@@ -30,6 +30,7 @@ import sys
 
 import numpy as np
 
+os.environ.setdefault("OMP_NUM_THREADS", "1")       # pinocchio on one thread, as bench_loops.py (before its import)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test"), os.path.join(REPO, "benchmarks")]
 DOC = os.path.join(REPO, "docs", "papers_in_time.md")
@@ -154,7 +155,9 @@ def featherstone_block() -> str:
     rows = [("humanoid", f"{sum(h.fd_crba) / sum(h.aba):.2f}", "1.15"),
             ("equivalent chain", f"{sum(c.fd_crba) / sum(c.aba):.2f}", "2.6"),
             ("chain / humanoid (CRBA + LTDL)", f"{sum(c.fd_crba) / sum(h.fd_crba):.2f}", "2.18")]
-    return table(["ratio", "`cost()`", "paper"], rows)
+    f, b = c.ltdl.factorize.ma(), h.ltdl.factorize.ma()
+    return table(["ratio", "`cost()`", "paper"], rows) + (
+        f"\nLTDL factorisation: chain (dense 30 × 30) {f[0]}m + {f[1]}a, humanoid {b[0]}m + {b[1]}a.\n")
 
 
 # ------------------------------------------------------------------------------ Chignoli Fig. 13
@@ -178,8 +181,11 @@ def chignoli_fig13_block() -> str:
         rows.append((j, f"{r['rms_unconstrained'][k]:.2f}", f"{r['rms_approximate'][k]:.2f}", f"{r['peak'][k]:.2f}",
                      f"{100 * r['rms_unconstrained'][k] / r['peak'][k]:.1f} %",
                      f"{100 * r['rms_approximate'][k] / r['peak'][k]:.1f} %", f"{pred_u:.2f}", f"{pred_a:.2f}"))
+    k, a = r["joints"].index("knee"), r["joints"].index("ankle")
     return table(["joint", "RMS, no rotors (N·m)", "RMS, diagonal reflected inertia", "peak", "% of peak",
-                  "% of peak (approx.)", "predicted by R: no rotors", "predicted by R: approx."], rows)
+                  "% of peak (approx.)", "predicted by R: no rotors", "predicted by R: approx."], rows) + (
+        f"\nRow sums of R (kg·m²): knee {R[k].sum():.3f}, ankle {R[a].sum():.3f}; RMS(q̈) {rms_qdd:.1f} rad/s²; "
+        f"an ankle row giving the paper's 4.31 N·m would be {4.31 / rms_qdd:.3f}.\n")
 
 
 def count_blocks() -> dict:
@@ -197,7 +203,7 @@ def plot_counts(f1, f2, out: str) -> None:
     fig, ax = plt.subplots(1, 2, figsize=(9, 3.6))
     ns = [r["n"] for r in f1]
     ax[0].plot(ns, [r["lu"] for r in f1], "o-", label="sparse LU (planned)")
-    ax[0].plot(ns, [r["matrix"] for r in f1], "d-", label="ABA as Wᴸ D Wᴿ (Property 2)")
+    ax[0].plot(ns, [r["matrix"] for r in f1], "d-", label=r"ABA as $W^L D W^R$ (Property 2)")
     ax[0].plot(ns, [r["aba"] for r in f1], "s-", label="ABA (counted)")
     ax[0].plot(ns, [r["formula"] for r in f1], "k--", lw=0.8, label="ABA (formula)")
     ax[0].set(title="Fig. 1: forward dynamics, serial chain", xlabel="N_B", ylabel="flops")
@@ -239,27 +245,29 @@ def timing_blocks(calls: int, seconds: float, out: str) -> dict:
           f"{r['lu_flops'] / r['aba_flops']:.1f}") for r in N])
     ba.plot_papers(F, C, N, out)
     blocks["chignoli-time"] = _chignoli_tables(seconds, out)
+    blocks["chignoli-fig12-time"] = fig12_block(seconds)
     return blocks
 
 
 def _algorithms_table(ba, calls: int) -> str:
+    """The compiled functions beside pinocchio (bench_algorithms.rows), one row per robot and base."""
     from oracle import Pair, urdf_xml
     from common import paired_median_us
     names = {"icub": "iCub", "talos": "Talos", "g1": "G1"}
-    rows = []
+    header, rows, worst = None, [], {}
     for robot in ("icub", "talos", "g1"):
         for fb in (False, True):
             p = Pair(urdf_xml(robot), floating_base=fb)
             ours, _ = ba.rows(p, np.random.default_rng(0))
-            cells = {}
+            row = [f"{names[robot]} {'floating' if fb else 'fixed'} ({p.model.NB}, {p.model.nv})"]
             for name, fn, pname, pfn in ours:
                 t_pin, t = paired_median_us(pfn, fn, calls)
-                cells[(name, pname)] = (t, t_pin)
-            row = [f"{names[robot]} {'floating' if fb else 'fixed'} ({p.model.NB}, {p.model.nv})"]
-            for (name, pname), (t, t_pin) in cells.items():
-                row.append(f"{name} vs {pname}: {t:.2f} / {t_pin:.2f} = {t / t_pin:.2f}")
+                row.append(f"{t:.2f} / {t_pin:.2f} = {t / t_pin:.2f}")
+                worst[(name, pname)] = max(worst.get((name, pname), 0.0), t / t_pin)
+            header = header or ["robot (NB, nv)"] + [f"`{n}` vs {pn}" for n, _f, pn, _pf in ours]
             rows.append(row)
-    return "\n".join("* " + row[0] + ": " + "; ".join(row[1:]) for row in rows) + "\n"
+    return table(header, rows) + "\nLargest ratio per column: " + ", ".join(
+        f"`{n}` vs {pn} {r:.2f}" for (n, pn), r in worst.items()) + ".\n"
 
 
 def _chignoli_tables(seconds: float, out: str) -> str:
@@ -281,7 +289,94 @@ def _chignoli_tables(seconds: float, out: str) -> str:
             big = x >= 8
             p = np.polyfit(np.log(x[big]), np.log(y[big]), 1)[0]
             fits.append((kind, key, f"{s:.2f}", f"{r2:.4f}", f"{p:.2f}"))
-    return body + "\n" + table(["mechanism", "series", "µs per cluster (fit)", "r²", "exponent (N_C ≥ 8)"], fits)
+    est = bl.estimator_rows(2 * seconds)
+    return (body + "\n" + table(["mechanism", "series", "µs per cluster (fit)", "r²", "exponent (N_C ≥ 8)"], fits)
+            + "\n" + table(["robot", "loops evaluated per tick", "LoopEstimator tick µs", "tree estimate µs", "ratio",
+                            "loops closed in Python µs"],
+                           [(r["name"], r["loops"], f"{r['loop']:.1f}", f"{r['tree']:.1f}",
+                             f"{r['loop'] / r['tree']:.2f}", "—" if np.isnan(r["python"]) else f"{r['python']:.0f}")
+                            for r in est]))
+
+
+# ------------------------------------------------------------------------------ Chignoli Fig. 12
+JVRC_MIRROR = "/work/.mirror/jrl-umi3218+jvrc_description/repo"
+JVRC_ROTORS = ("HIP", "KNEE", "ANKLE", "WAIST", "SHOULDER", "ELBOW")   # 25 major joints (legs, waist, arms)
+
+
+def _with_rotors(xml: str, keep=lambda name: True) -> dict:
+    """``humanoid_rotors(xml)`` restricted to the joints ``keep`` accepts."""
+    from loop_mechanisms import humanoid_rotors
+    d = humanoid_rotors(xml)
+    loops = [n for n in d["loops"] if keep(d["loop"][n]["joint"])]
+    rotors = [d["loop"][n]["rotor"] for n in loops]
+    return dict(bodies=rotors, body={b: d["body"][b] for b in rotors}, loops=loops,
+                loop={n: d["loop"][n] for n in loops})
+
+
+def _tello_like(xml: str) -> dict:
+    """The shipped humanoid with Tello's leg transmissions (Chignoli Fig. 1b): hip roll and pitch
+    driven together by two rotors through a differential, knee and ankle pitch likewise; a geared
+    rotor on every other joint (``linear_transmission``, ratios ±6 and ±9)."""
+    d = _with_rotors(xml)
+    for side in ("l", "r"):
+        for (a, b), g in (((f"{side}_hip_roll", f"{side}_hip_pitch"), 6.0), ((f"{side}_knee", f"{side}_ankle_pitch"), 9.0)):
+            for j in (a, b):
+                d["loops"].remove(f"{j}_drive")
+                del d["loop"][f"{j}_drive"]
+            name = f"{a}_{b.split('_', 1)[1]}_differential"
+            d["loops"].append(name)
+            d["loop"][name] = dict(type="linear_transmission", independent=[a, b], dependent=[f"{a}_rotor", f"{b}_rotor"],
+                                   ratio_matrix=[g, g, g, -g])
+    return d
+
+
+def fig12_systems() -> list:
+    """``(label, xml, loops dict, floating_base)`` of Fig. 12's robots or their stated stand-ins."""
+    from loop_mechanisms import mit_leg
+    from rbd_estimator import robots
+    with open(robots.urdf_file("go2"), encoding="utf-8") as fh:
+        go2 = fh.read()
+    with open(os.path.join(REPO, "urdf", "humanoid.urdf"), encoding="utf-8") as fh:
+        humanoid = fh.read()
+    out = [("Mini Cheetah-like: Go2, a geared rotor on each of its 12 joints", go2, _with_rotors(go2), True),
+           ("MIT Humanoid: one leg (3 rotors, knee/ankle belt), fixed pelvis", *mit_leg(), False),
+           ("Tello-like: shipped humanoid, hip and knee/ankle differentials", humanoid, _tello_like(humanoid), True)]
+    jvrc = os.path.join(JVRC_MIRROR, "urdf", "jvrc1.urdf")
+    if os.path.isdir(JVRC_MIRROR):
+        import subprocess
+        xml = subprocess.run(["git", "-C", JVRC_MIRROR, "show", "HEAD:urdf/jvrc1.urdf"], capture_output=True,
+                             text=True, check=True).stdout
+        for finger in ("UTHUMB", "LTHUMB", "UINDEX", "LINDEX", "ULITTLE", "LLITTLE"):     # 32 DoF, as the paper's
+            xml = re.sub(rf'(<joint name="[LR]_{finger}" type=")revolute', r"\1fixed", xml)
+        out.append(("JVRC-1 (jrl-umi3218/jvrc_description), rotors on 25 major joints", xml,
+                    _with_rotors(xml, lambda j: any(k in j for k in JVRC_ROTORS)), True))
+    else:
+        print(f"no JVRC-1 URDF at {jvrc} (fetch github:jrl-umi3218/jvrc_description): row left out")
+    return out
+
+
+def fig12_block(seconds: float) -> str:
+    """Time of the constraint-embedding ABA on the system with rotors against the ABA on the
+    approximate system (the URDF tree; the diagonal reflected inertia adds one addition per joint,
+    left out), same independent state; the paper's instruction-count reduction beside."""
+    import bench_loops as bl
+    from rbd_estimator import dynamics as dyn
+    from rbd_estimator.dynamics import ClusterDynamics
+    from rbd_estimator.model.clusters import ClusterTree
+    from rbd_estimator.model.loops import LoopConfig
+    paper = {"Mini": "38.8 %", "MIT": "49.4 %", "Tello": "55.1 %", "JVRC": "31.5 %"}
+    rows, rng = [], np.random.default_rng(4)
+    for label, xml, loops, fb in fig12_systems():
+        tree = ClusterTree.build(RobotModel.from_urdf(xml, floating_base=fb), LoopConfig.from_dict(loops))
+        m = tree.urdf_model
+        assert tuple(m.joint_names) == tree.independent_joint_names
+        y, dy, tau = m.random_configuration(rng), rng.normal(size=m.nv), rng.normal(size=m.nv)
+        cd, data = ClusterDynamics(tree), dyn.DynamicsData(m)
+        t_aba, t_ce = bl.timed_pair(lambda: dyn.aba(m, y, dy, tau, data=data), lambda: cd.aba(y, dy, tau), seconds)
+        rows.append((label, tree.NC, tree.model.NB, f"{t_ce:.2f}", f"{t_aba:.2f}", f"{100 * (1 - t_aba / t_ce):.0f} %",
+                     next(v for k, v in paper.items() if label.startswith(k))))
+    return table(["system", "clusters", "bodies", "CE-ABA µs", "approximate ABA µs", "approximate: less time",
+                  "paper: fewer instructions"], rows)
 
 
 # ------------------------------------------------------------------------------ command line
@@ -291,6 +386,7 @@ def main() -> int:
     ap.add_argument("--timings", action="store_true", help="also measure and rewrite the timing blocks")
     ap.add_argument("--calls", type=int, default=2100, help="calls per timing (7 interleaved rounds)")
     ap.add_argument("--seconds", type=float, default=0.5, help="time per Chignoli measurement")
+    ap.add_argument("--fig12", action="store_true", help="only Chignoli's Fig. 12 (time) and the counts")
     ap.add_argument("--out", default=os.path.join(REPO, "docs"))
     args = ap.parse_args()
     with open(DOC, encoding="utf-8") as fh:
@@ -303,9 +399,12 @@ def main() -> int:
         for k in bad:
             print(f"docs/papers_in_time.md: block '{k}' differs from the code:\n{blocks[k]}")
         return 1 if bad else 0
+    os.makedirs(args.out, exist_ok=True)
     plot_counts(f1, f2, args.out)
     if args.timings:
         blocks.update(timing_blocks(args.calls, args.seconds, args.out))
+    elif args.fig12:
+        blocks["chignoli-fig12-time"] = fig12_block(args.seconds)
     with open(DOC, "w", encoding="utf-8") as fh:
         fh.write(write_blocks(text, blocks))
     print("rewrote", ", ".join(blocks), "in", DOC)

@@ -128,3 +128,20 @@ def test_serial_chain_fixed_base_single_body():
     tau = rng.normal(size=1)
     ref = pin.aba(p.pin_model, p.pin_data, p.q_to_pin(q), p.v_to_pin(v), p.v_to_pin(tau))
     assert rel_err(aba_matrix_form(p.model, q, v, tau), p.v_from_pin(ref)) <= TOL
+
+
+def test_counted_aba_is_more_than_twice_the_formula_per_link():
+    """The ABA we run, counted on generic 6-D blocks (random axes), against McMillan–Orin's
+    hand-optimised figure (cost.aba_cost): more than twice per link, less than three times."""
+    from rbd_estimator import RobotModel
+    from rbd_estimator.dynamics.aba_factorization import aba_flops
+    from rbd_estimator.model.cost import cost
+    counts = []
+    for n in (10, 20):
+        m = RobotModel.from_urdf(tree_urdf(serial_chain(n), seed=n)[0])
+        rng = np.random.default_rng(n)
+        counts.append((aba_flops(m, m.random_configuration(rng), rng.normal(size=n), rng.normal(size=n)),
+                       sum(cost(m).aba)))
+    per_link = (counts[1][0] - counts[0][0]) / 10, (counts[1][1] - counts[0][1]) / 10
+    assert per_link[1] == 429
+    assert 2 * per_link[1] < per_link[0] < 3 * per_link[1]

@@ -274,6 +274,15 @@ def test_formulas_directly():
         C.aba_cost(1, True)
 
 
+def test_fixed_base_aba_formula_has_the_floating_base_slope():
+    """The fixed-base ABA formula (quoted, its source not at hand) adds per body what the
+    floating-base one that §6 quotes adds per revolute joint: 224m + 205a."""
+    for n in (2, 5, 30):
+        fixed = np.subtract(C.aba_cost(n + 1, False), C.aba_cost(n, False))
+        floating = np.subtract(C.aba_cost(n + 2, True), C.aba_cost(n + 1, True))
+        assert tuple(fixed) == tuple(floating) == (224, 205)
+
+
 def test_fixed_base_crba_matches_unbranched_closed_form():
     """Eq. 20 on an unbranched fixed-base chain is (10n² + 22n − 32)m + (6n² + 37n − 43)a."""
     for n in range(1, 30):

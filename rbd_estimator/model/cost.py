@@ -312,11 +312,15 @@ def aba_cost(n_bodies: int, floating_base: bool, non_dh: int = 0) -> tuple[int, 
     * Fixed base: this paper gives no figure, and no paper in this repository does. We use
       ``(224n − 165)m + (205n − 203)a`` with ``n = n_bodies``: the fixed-base cost of the same
       McMillan–Orin ABA as tabulated in Featherstone & Orin's surveys (the paper's [10]; also the
-      *Springer Handbook of Robotics*, ch. 2). It is quoted from that literature and could not be
-      checked against a copy here; treat it as an estimate. The one cross-check available: the
-      CRBA entry of the same table, ``(10n² + 22n − 32)m + (6n² + 37n − 43)a``, is exactly eq. 20
-      for an unbranched fixed-base chain (tested). Why not the floating-base formula: its
-      constant includes the 6-DoF base body, which a fixed base does not have.
+      *Springer Handbook of Robotics*, ch. 2; the figure Nori's Fig. 1 plots, "[1, p. 202]").
+      Its source is not available here. What is checked: its per-body slope (224m + 205a) is
+      the floating-base formula's, which §6 quotes (tested); the CRBA entry of the same table,
+      ``(10n² + 22n − 32)m + (6n² + 37n − 43)a``, is exactly eq. 20 for an unbranched fixed-base
+      chain (tested). It counts a hand-optimised recursion (DH frames, axes along z): the ABA we
+      run, counted on its generic 6-D blocks, costs more than twice as much per body
+      (:func:`rbd_estimator.dynamics.aba_factorization.aba_flops`, the counted baseline of Nori's
+      Fig. 1 in ``docs/papers_in_time.md``). Why not the floating-base formula: its constant
+      includes the 6-DoF base body, which a fixed base does not have.
     * Either base: ``66m + 57a`` per non-DH node (eq. 17), §6's correction for the extra
       transformation costs, which the paper obtained from Table II of McMillan & Orin's [14].
 
