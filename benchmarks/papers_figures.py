@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every number of ``docs/papers_in_time.md``, regenerated from the code as it is.
 
-    python benchmarks/papers_figures.py              # the operation counts and accuracy figures (≈ 1 min)
-    python benchmarks/papers_figures.py --timings    # and the timings (≈ 10 min on an idle machine)
+    python benchmarks/papers_figures.py              # the operation counts and accuracy figures (≈ 10 s)
+    python benchmarks/papers_figures.py --timings    # and every timing (5–15 min)
+    python benchmarks/papers_figures.py --fig12      # the counts and Chignoli's Fig. 12 (time) only
     python benchmarks/papers_figures.py --check      # exit 1 when a documented count differs from the code
 
 The page holds generated blocks between ``<!-- BEGIN generated:NAME -->`` and
