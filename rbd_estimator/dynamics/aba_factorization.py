@@ -27,142 +27,40 @@ equivalence and to count the operations of the matrix form (Nori Fig. 1, third c
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve_triangular
 
 from ..model.robot_model import RobotModel
-from ..spatial import crf, crm
-from .kinematics import external_forces, gravity_acceleration, joint_transform, joint_values, motion_subspace
+from .kinematics import gravity_acceleration, joint_values
+from .nori_system import Blocks, NoriSystem, nori_system
 
-__all__ = ["ForwardSystem", "forward_system", "articulated_inertias", "property2_factors", "aba_matrix_form",
+__all__ = ["forward_system", "articulated_inertias", "property2_factors", "aba_matrix_form",
            "spgemm_flops", "matrix_form_flops", "aba_flops"]
 
 
 # ------------------------------------------------------------------------------ the system (15)
-@dataclass
-class ForwardSystem:
-    """``D d + b = 0`` of eq. (15) with rows in the order (34) and columns in the order (33).
-
-    ``col[(kind, i)]`` / ``row[(kind, i)]`` are the slices of each block: columns ``'fx', 'tau',
-    'f', 'a', 'qdd'``; rows ``'7fx', '14tau', '3f', '3a', '3tau'``. Body quantities in body
-    coordinates (Featherstone: motion ``[ω; v]``, force ``[n; f]``), SI units.
-    """
-    D: sp.csr_matrix
-    b: np.ndarray
-    col: dict
-    row: dict
-    Xup: list          # ⁱX_λ(i)
-    S: list            # S_i (6 × n_i)
-    c: np.ndarray      # c_i = v_i × S_i q̇_i
-    nu: np.ndarray     # ν_i = v_i ×* I_i v_i
-
-
-def _orderings(model: RobotModel):
-    """Slices of the columns (33) and of the rows (34) (see the module docstring for (34))."""
-    NB, n = model.NB, [int(k) for k in model.joint_dofs]
-    col, row = {}, {}
-
-    def put(table, key, size, at):
-        table[key] = slice(at, at + size)
-        return at + size
-
-    k = r = 0
-    for i in range(NB):                                   # fˣ_1, τ_1, …, fˣ_N, τ_N   /   (7fˣ_i), (14τ_i)
-        k, r = put(col, ("fx", i), 6, k), put(row, ("7fx", i), 6, r)
-        k, r = put(col, ("tau", i), n[i], k), put(row, ("14tau", i), n[i], r)
-    for i in reversed(range(NB)):                         # f_N … f_1   /   (3f_N) … (3f_1)
-        k, r = put(col, ("f", i), 6, k), put(row, ("3f", i), 6, r)
-    for i in range(NB):                                   # a_1 … a_N   /   (3a_1) … (3a_N)
-        k, r = put(col, ("a", i), 6, k), put(row, ("3a", i), 6, r)
-    for i in range(NB):                                   # q̈_1 … q̈_N   /   (3τ_1) … (3τ_N) ≡ (13q̈_i)
-        k, r = put(col, ("qdd", i), n[i], k), put(row, ("3tau", i), n[i], r)
-    return col, row, k
-
-
-class _Blocks:
-    """Assemble a sparse matrix from dense blocks addressed by (row slice, column slice)."""
-
-    def __init__(self, n_rows, n_cols, identity=False):
-        self.shape, self.r, self.c, self.v = (n_rows, n_cols), [], [], []
-        if identity:
-            self.set(slice(0, n_rows), slice(0, n_cols), np.eye(n_rows))
-
-    def set(self, rows: slice, cols: slice, block):
-        block = np.atleast_2d(np.asarray(block, dtype=float))
-        rr, cc = np.nonzero(block)
-        self.r.append(rows.start + rr)
-        self.c.append(cols.start + cc)
-        self.v.append(block[rr, cc])
-
-    def csr(self) -> sp.csr_matrix:
-        r, c, v = (np.concatenate(x) if x else np.zeros(0) for x in (self.r, self.c, self.v))
-        return sp.csr_matrix((v, (r.astype(int), c.astype(int))), shape=self.shape)   # duplicates summed
-
-
-def forward_system(model: RobotModel, q, dq, tau, f_ext=None) -> ForwardSystem:
-    """Eq. (15): the blocks (4a)–(4e), (8b) and (14τ), and ``b`` (§III-A), for ``(q, q̇, τ, fˣ)``.
-
-    ``q``, ``dq``, ``tau`` in pinocchio's layout; ``f_ext`` as :func:`~.aba.aba` takes it."""
-    if model.mimic_joints:
-        raise ValueError(f"forward_system: mimic joints ({model.mimic_joints[0].joint}, …) are not "
-                         "supported; Property 2 is stated for independent joints")
-    q, dq, tau = (np.asarray(x, dtype=float) for x in (q, dq, tau))
-    fx = external_forces(model, f_ext)
-    NB = model.NB
-    col, row, n = _orderings(model)
-    Xup = [joint_transform(model, i, q) for i in range(NB)]
-    S = [motion_subspace(model, i) for i in range(NB)]
-    v, c, nu = np.zeros((NB, 6)), np.zeros((NB, 6)), np.zeros((NB, 6))
-    for i in range(NB):
-        vJ = S[i] @ joint_values(model, i, dq)
-        p = model.parents[i]
-        v[i] = Xup[i] @ (v[p] if p >= 0 else np.zeros(6)) + vJ       # (2)
-        c[i] = crm(v[i]) @ vJ                                         # c_i = v_i × S_i q̇_i
-        nu[i] = crf(v[i]) @ model.inertias[i] @ v[i]                  # ν_i = v_i ×* I_i v_i
-    D, b = _Blocks(n, n), np.zeros(n)
-    a0 = gravity_acceleration(model)
-    for i in range(NB):
-        p, ni = model.parents[i], int(model.joint_dofs[i])
-        D.set(row[("7fx", i)], col[("fx", i)], np.eye(6))                    # (8b)
-        b[row[("7fx", i)]] = -fx[i]
-        D.set(row[("3a", i)], col[("a", i)], -np.eye(6))                     # (4a)
-        if p >= 0:
-            D.set(row[("3a", i)], col[("a", p)], Xup[i])
-        b[row[("3a", i)]] = c[i] + (Xup[i] @ a0 if p < 0 else 0.0)          # b_(3a_i)
-        D.set(row[("3f", i)], col[("f", i)], -np.eye(6))                     # (4c)
-        D.set(row[("3f", i)], col[("a", i)], model.inertias[i])
-        D.set(row[("3f", i)], col[("fx", i)], -np.eye(6))                    # (4d)
-        for j in np.flatnonzero(model.parents == i):
-            D.set(row[("3f", i)], col[("f", int(j))], Xup[j].T)              # ⁱX*_j = (ʲX_i)ᵀ
-        b[row[("3f", i)]] = nu[i]                                             # b_(3f_i)
-        if ni:
-            D.set(row[("3a", i)], col[("qdd", i)], S[i])                     # (4b)
-            D.set(row[("3tau", i)], col[("tau", i)], -np.eye(ni))            # (4e)
-            D.set(row[("3tau", i)], col[("f", i)], S[i].T)
-            D.set(row[("14tau", i)], col[("tau", i)], np.eye(ni))            # (14τ)
-            b[row[("14tau", i)]] = -joint_values(model, i, tau)
-    return ForwardSystem(D.csr(), b, col, row, Xup, S, c, nu)
+def forward_system(model: RobotModel, q, dq, tau, f_ext=None) -> NoriSystem:
+    """Eq. (15): Nori's system with every torque known (rows (14τ_i)), in the orderings (33)–(34)."""
+    return nori_system(model, q, dq, tau, f_ext)
 
 
 # ------------------------------------------------------------------------------ the factors
-def articulated_inertias(model: RobotModel, sys: ForwardSystem) -> list:
+def articulated_inertias(model: RobotModel, sys: NoriSystem) -> list:
     """``I_iᴬ`` by (12Iᵃ) and (12Iᴬ), i = N_B … 1 (the proof of Property 2 assumes them known)."""
     return _inertia_pass(model, sys, _Counter())[0]
 
 
-def property2_factors(model: RobotModel, sys: ForwardSystem, IA: list):
+def property2_factors(model: RobotModel, sys: NoriSystem, IA: list):
     """``Wᴿ`` (28) and ``[Wᴸ'¹, Wᴸ'², Wᴸ'³, Wᴸ'⁴]`` (29)–(32), sparse, in the orderings (33)–(34)."""
     col, row, n = sys.col, sys.row, sys.D.shape[0]
-    WR = _Blocks(n, n, identity=True)
-    W1, W3, W4 = (_Blocks(n, n, identity=True) for _ in range(3))
-    W2 = _Blocks(n, n)
+    WR = Blocks(n, n, identity=True)
+    W1, W3, W4 = (Blocks(n, n, identity=True) for _ in range(3))
+    W2 = Blocks(n, n)
     for i in range(model.NB):
         S, ni = sys.S[i], int(model.joint_dofs[i])
         WR.set(col[("f", i)], col[("a", i)], IA[i])                                   # (28)
-        for key in ("7fx", "14tau", "3f", "3a"):                                      # (30): 1 elsewhere
+        for key in ("7fx", "known", "3f", "3a"):                                      # (30): 1 elsewhere
             r = row[(key, i)]
             W2.set(r, r, np.eye(r.stop - r.start))
         if ni:

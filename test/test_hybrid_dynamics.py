@@ -1,0 +1,86 @@
+"""Hybrid dynamics through Nori's one system (``dynamics.nori_system.hybrid_dynamics``) against
+pinocchio: each DoF's acceleration or torque given, the other computed.
+
+Oracle: pinocchio's ``crba`` and ``rnea`` on the reduced system. With ``K`` the DoF of known
+acceleration and ``U`` the others, ``M_UU q̈_U = τ_U − rnea(q, q̇, q̈⁰)_U`` with ``q̈⁰`` the known
+accelerations and zeros elsewhere, then ``τ_K = rnea(q, q̇, q̈)_K``. Random splits on iCub, Talos
+and Go2, fixed and floating base (the base's six DoF split too).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from oracle import Pair, rel_err, urdf_xml
+from rbd_estimator import robots
+from rbd_estimator.dynamics import aba, rnea
+from rbd_estimator.dynamics.nori_system import hybrid_dynamics, nori_system
+
+TOL = 1e-9
+EPS = np.finfo(float).eps
+
+
+@functools.lru_cache(maxsize=None)
+def pair(robot: str, fb: bool) -> Pair:
+    if robot == "go2":
+        with open(robots.urdf_file("go2"), encoding="utf-8") as fh:
+            return Pair(fh.read(), fb)
+    return Pair(urdf_xml(robot), fb)
+
+
+def pinocchio_hybrid(p: Pair, q, v, tau, ddq, known):
+    """``(q̈, τ)`` from pinocchio's mass matrix and RNEA on the reduced system (our ordering)."""
+    pm, pd = p.pin_model, p.pin_data
+    qp, vp = p.q_to_pin(q), p.v_to_pin(v)
+    M = pin.crba(pm, pd, qp)
+    M = p.M_from_pin(np.triu(M) + np.triu(M, 1).T)
+    a0 = np.where(known, ddq, 0.0)
+    h = p.v_from_pin(pin.rnea(pm, pd, qp, vp, p.v_to_pin(a0)))       # M q̈⁰ + C
+    U = ~known
+    out = a0.copy()
+    out[U] = np.linalg.solve(M[np.ix_(U, U)], tau[U] - h[U])
+    tau_all = p.v_from_pin(pin.rnea(pm, pd, qp, vp, p.v_to_pin(out)))
+    cond = np.linalg.cond(M[np.ix_(U, U)]) if U.any() else 1.0
+    return out, np.where(known, tau_all, tau), max(TOL, 10 * cond * EPS)
+
+
+CASES = [(r, fb) for r in ("icub", "talos", "go2") for fb in (False, True)]
+
+
+@pytest.mark.parametrize("robot,fb", CASES, ids=[f"{r}-{'floating' if fb else 'fixed'}" for r, fb in CASES])
+def test_random_splits_match_pinocchio(robot, fb):
+    p = pair(robot, fb)
+    m = p.model
+    rng = np.random.default_rng([len(robot), int(fb)])
+    for _ in range(4):
+        q, v, ddq = p.random_state(rng)
+        tau = rng.normal(size=m.nv)
+        known = rng.random(m.nv) < 0.5
+        got_ddq, got_tau = hybrid_dynamics(m, q, v, tau, ddq, known)
+        ref_ddq, ref_tau, tol = pinocchio_hybrid(p, q, v, tau, ddq, known)
+        assert np.array_equal(got_ddq[known], ddq[known]) or rel_err(got_ddq[known], ddq[known]) <= 1e-12
+        assert rel_err(got_ddq, ref_ddq) <= tol
+        assert rel_err(got_tau, ref_tau) <= max(tol, TOL) * 10
+
+
+def test_the_two_ends_are_forward_and_inverse_dynamics():
+    """All accelerations unknown: our ``aba``; all known: our ``rnea`` (Talos, floating base)."""
+    p = pair("talos", True)
+    m = p.model
+    rng = np.random.default_rng(3)
+    q, v, ddq = p.random_state(rng)
+    tau = rng.normal(size=m.nv)
+    got, _ = hybrid_dynamics(m, q, v, tau, ddq, np.zeros(m.nv, bool))
+    assert rel_err(got, aba(m, q, v, tau)) <= TOL
+    _, got_tau = hybrid_dynamics(m, q, v, tau, ddq, np.ones(m.nv, bool))
+    assert rel_err(got_tau, rnea(m, q, v, ddq)) <= TOL
+
+
+def test_a_split_of_the_wrong_size_is_refused():
+    p = pair("talos", False)
+    m = p.model
+    with pytest.raises(ValueError, match="one flag per DoF"):
+        nori_system(m, np.zeros(m.nq), np.zeros(m.nv), np.zeros(m.nv), known_acceleration=np.zeros(3, bool))
