@@ -3,7 +3,7 @@
 
     python benchmarks/papers_figures.py              # the operation counts and accuracy figures (≈ 10 s)
     python benchmarks/papers_figures.py --timings    # and every timing (5–15 min)
-    python benchmarks/papers_figures.py --fig12      # the counts and Chignoli's Fig. 12 (time) only
+    python benchmarks/papers_figures.py --chignoli   # the counts and Chignoli's Figs. 10 and 12 (time) only
     python benchmarks/papers_figures.py --check      # exit 1 when a documented count differs from the code
 
 The page holds generated blocks between ``<!-- BEGIN generated:NAME -->`` and
@@ -247,6 +247,7 @@ def timing_blocks(calls: int, seconds: float, out: str) -> dict:
     ba.plot_papers(F, C, N, out)
     blocks["chignoli-time"] = _chignoli_tables(seconds, out)
     blocks["chignoli-fig12-time"] = fig12_block(seconds)
+    blocks["chignoli-fig10-time"] = fig10_block(seconds)
     return blocks
 
 
@@ -297,6 +298,34 @@ def _chignoli_tables(seconds: float, out: str) -> str:
                            [(r["name"], r["loops"], f"{r['loop']:.1f}", f"{r['tree']:.1f}",
                              f"{r['loop'] / r['tree']:.2f}", "—" if np.isnan(r["python"]) else f"{r['python']:.0f}")
                             for r in est]))
+
+
+# ------------------------------------------------------------------------------ Chignoli Fig. 10
+def fig10_block(seconds: float, depths=(5, 10, 20), localities=(1, 2, 3, 5, 8, 10, 15, 20)) -> str:
+    """Loop locality (Fig. 10, transmission systems of Fig. 11a): CE-ABA against pinocchio's
+    ``forwardDynamics(J)`` as the loop moves outward (d_l) on branches of depth d_t."""
+    import bench_loops as bl
+    from loop_mechanisms import transmission_branches
+    from loops_oracle import LoopPair
+    from rbd_estimator.dynamics import ClusterDynamics
+    from rbd_estimator.model.loop_closure import spanning_state
+    rows, ends, rng = [], {}, np.random.default_rng(10)
+    for dt in depths:
+        for dl in (x for x in localities if x <= dt):
+            pair = LoopPair(*transmission_branches(dt, dl))
+            t = pair.tree
+            y, dy, _ = pair.random_state(rng, scale=0.3)
+            q, v, _ = spanning_state(t, y, dy)
+            tau = rng.normal(size=t.nv)
+            solve, _name = bl.pin_solver(pair)
+            qp, vp, taup = pair.q_pin(q), pair.v_pin(v), pair.v_pin(tau)
+            d = ClusterDynamics(t)
+            t_pin, t_ce = bl.timed_pair(lambda: solve(qp, vp, taup), lambda: d.aba(q, v, tau, state="spanning"), seconds)
+            rows.append((dt, dl, t.NC, 2 * dl, f"{t_ce:.1f}", f"{t_pin:.1f}", f"{t_ce / t_pin:.2f}"))
+            ends.setdefault(dt, []).append(t_ce / t_pin)
+    return table(["d_t", "d_l", "clusters", "bodies in the loop's cluster", "CE-ABA µs", "pinocchio forwardDynamics(J) µs",
+                  "ratio"], rows) + "\nCE-ABA / pinocchio from d_l = 1 to d_l = d_t: " + ", ".join(
+        f"{r[0]:.2f} → {r[-1]:.2f} (d_t = {dt})" for dt, r in ends.items()) + ".\n"
 
 
 # ------------------------------------------------------------------------------ Chignoli Fig. 12
@@ -387,7 +416,7 @@ def main() -> int:
     ap.add_argument("--timings", action="store_true", help="also measure and rewrite the timing blocks")
     ap.add_argument("--calls", type=int, default=2100, help="calls per timing (7 interleaved rounds)")
     ap.add_argument("--seconds", type=float, default=0.5, help="time per Chignoli measurement")
-    ap.add_argument("--fig12", action="store_true", help="only Chignoli's Fig. 12 (time) and the counts")
+    ap.add_argument("--chignoli", action="store_true", help="only Chignoli's Figs. 10 and 12 (time) and the counts")
     ap.add_argument("--out", default=os.path.join(REPO, "docs"))
     args = ap.parse_args()
     with open(DOC, encoding="utf-8") as fh:
@@ -404,8 +433,9 @@ def main() -> int:
     plot_counts(f1, f2, args.out)
     if args.timings:
         blocks.update(timing_blocks(args.calls, args.seconds, args.out))
-    elif args.fig12:
+    elif args.chignoli:
         blocks["chignoli-fig12-time"] = fig12_block(args.seconds)
+        blocks["chignoli-fig10-time"] = fig10_block(args.seconds)
     with open(DOC, "w", encoding="utf-8") as fh:
         fh.write(write_blocks(text, blocks))
     print("rewrote", ", ".join(blocks), "in", DOC)

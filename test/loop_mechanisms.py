@@ -128,6 +128,26 @@ def mechanism_chains(kind: str, depth: int, branches: int = 1):
     return robot(f"{kind}_chains_{depth}x{branches}", parts), loops_dict(bodies, loops)
 
 
+def transmission_branches(depth: int, locality: int, eta: float = 2.0):
+    """Chignoli Fig. 11a: two branches of ``depth`` links on a fixed base and one transmission
+    constraint at depth ``locality`` = d_l, eq. (66): ``Σ_{i≤d_l} q_{1,i} = η Σ_{i≤d_l} q_{2,i}``,
+    explicit with ``q_{2,1}`` dependent (a ``linear_transmission``); the loop has 2 d_l bodies."""
+    parts = [link("base")]
+    axes = [(0, 1, 0), (1, 0, 0), (0, 0, 1)]
+    for b in range(2):
+        prev = "base"
+        for d in range(depth):
+            off = (0.1 * (2 * b - 1), 0.0, -0.05) if d == 0 else (0.0, 0.0, -0.3)
+            parts += [link(f"L{b}_{d}", 1.0, (0, 0, -0.15), box_inertia(1.0, 0.04, 0.04, 0.3)),
+                      joint(f"j{b}_{d}", prev, f"L{b}_{d}", off, axis=axes[(d + b) % 3])]
+            prev = f"L{b}_{d}"
+    independent = [f"j0_{i}" for i in range(locality)] + [f"j1_{i}" for i in range(1, locality)]
+    ratios = [1.0 / eta] * locality + [-1.0] * (locality - 1)     # q_{2,1} = Σ q_{1,i} / η − Σ_{i≥2} q_{2,i}
+    loops = {"transmission": dict(type="linear_transmission", independent=independent, dependent=["j1_0"],
+                                  ratio_matrix=ratios)}
+    return robot(f"transmission_{depth}_{locality}", parts), loops_dict({}, loops)
+
+
 # ---------------------------------------------------------------------------- §VI-C MIT Humanoid leg
 def _sym(xx, xy, xz, yy, yz, zz) -> np.ndarray:
     return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
