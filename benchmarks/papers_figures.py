@@ -329,7 +329,8 @@ def fig10_block(seconds: float, depths=(5, 10, 20), localities=(1, 2, 3, 5, 8, 1
 
 
 # ------------------------------------------------------------------------------ Chignoli Fig. 12
-JVRC_MIRROR = "/work/.mirror/jrl-umi3218+jvrc_description/repo"
+#: a clone (or bare mirror) of github.com/jrl-umi3218/jvrc_description (BSD-2), not shipped with the package
+JVRC_DESCRIPTION = os.environ.get("JVRC_DESCRIPTION", "/work/.mirror/jrl-umi3218+jvrc_description/repo")
 JVRC_ROTORS = ("HIP", "KNEE", "ANKLE", "WAIST", "SHOULDER", "ELBOW")   # 25 major joints (legs, waist, arms)
 
 
@@ -360,6 +361,20 @@ def _tello_like(xml: str) -> dict:
     return d
 
 
+def _jvrc_urdf() -> str | None:
+    """``urdf/jvrc1.urdf`` from a work tree or a bare git mirror at :data:`JVRC_DESCRIPTION`."""
+    import subprocess
+    path = os.path.join(JVRC_DESCRIPTION, "urdf", "jvrc1.urdf")
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    if os.path.isdir(JVRC_DESCRIPTION):
+        r = subprocess.run(["git", "-C", JVRC_DESCRIPTION, "show", "HEAD:urdf/jvrc1.urdf"], capture_output=True, text=True)
+        if r.returncode == 0:
+            return r.stdout
+    return None
+
+
 def fig12_systems() -> list:
     """``(label, xml, loops dict, floating_base)`` of Fig. 12's robots or their stated stand-ins."""
     from loop_mechanisms import mit_leg
@@ -371,17 +386,15 @@ def fig12_systems() -> list:
     out = [("Mini Cheetah-like: Go2, a geared rotor on each of its 12 joints", go2, _with_rotors(go2), True),
            ("MIT Humanoid: one leg (3 rotors, knee/ankle belt), fixed pelvis", *mit_leg(), False),
            ("Tello-like: shipped humanoid, hip and knee/ankle differentials", humanoid, _tello_like(humanoid), True)]
-    jvrc = os.path.join(JVRC_MIRROR, "urdf", "jvrc1.urdf")
-    if os.path.isdir(JVRC_MIRROR):
-        import subprocess
-        xml = subprocess.run(["git", "-C", JVRC_MIRROR, "show", "HEAD:urdf/jvrc1.urdf"], capture_output=True,
-                             text=True, check=True).stdout
+    xml = _jvrc_urdf()
+    if xml is None:
+        print(f"no JVRC-1 URDF under {JVRC_DESCRIPTION} (set JVRC_DESCRIPTION to a clone of "
+              "github.com/jrl-umi3218/jvrc_description): its row is left out")
+    else:
         for finger in ("UTHUMB", "LTHUMB", "UINDEX", "LINDEX", "ULITTLE", "LLITTLE"):     # 32 DoF, as the paper's
             xml = re.sub(rf'(<joint name="[LR]_{finger}" type=")revolute', r"\1fixed", xml)
         out.append(("JVRC-1 (jrl-umi3218/jvrc_description), rotors on 25 major joints", xml,
                     _with_rotors(xml, lambda j: any(k in j for k in JVRC_ROTORS)), True))
-    else:
-        print(f"no JVRC-1 URDF at {jvrc} (fetch github:jrl-umi3218/jvrc_description): row left out")
     return out
 
 
