@@ -330,7 +330,7 @@ def fig10_block(seconds: float, depths=(5, 10, 20), localities=(1, 2, 3, 5, 8, 1
 
 # ------------------------------------------------------------------------------ Chignoli Fig. 12
 #: a clone (or bare mirror) of github.com/jrl-umi3218/jvrc_description (BSD-2), not shipped with the package
-JVRC_DESCRIPTION = os.environ.get("JVRC_DESCRIPTION", "/work/.mirror/jrl-umi3218+jvrc_description/repo")
+JVRC_DESCRIPTION = os.environ.get("JVRC_DESCRIPTION", "")
 JVRC_ROTORS = ("HIP", "KNEE", "ANKLE", "WAIST", "SHOULDER", "ELBOW")   # 25 major joints (legs, waist, arms)
 
 
@@ -364,6 +364,8 @@ def _tello_like(xml: str) -> dict:
 def _jvrc_urdf() -> str | None:
     """``urdf/jvrc1.urdf`` from a work tree or a bare git mirror at :data:`JVRC_DESCRIPTION`."""
     import subprocess
+    if not JVRC_DESCRIPTION:
+        return None
     path = os.path.join(JVRC_DESCRIPTION, "urdf", "jvrc1.urdf")
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as fh:
