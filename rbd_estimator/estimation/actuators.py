@@ -1,4 +1,4 @@
-"""The friction of current-sensed joints, subtracted from their readings before every estimate.
+"""The actuator model of current-sensed joints, applied to their readings before every estimate.
 
 A joint-torque sensor that reads a motor current (``joint_torque.<j>.*``,
 :class:`~rbd_estimator.sensors.JointTorque`) sees the motor torque ``τ_m = k_t N i`` (torque constant
@@ -7,34 +7,41 @@ A joint-torque sensor that reads a motor current (``joint_torque.<j>.*``,
     τ_j = τ_m − τ_f(q̇_j) − I_a q̈_j,      τ_f(q̇) = f_c tanh(q̇ / v_s) + b q̇
 
 (Coulomb friction ``f_c`` smoothed over ``v_s``, viscous ``b``, the rotor's reflected inertia
-``I_a``: MuJoCo's ``frictionloss``, ``damping`` and ``armature``). The sensor's row (its
-``rows``) carries the linear part, ``τ_j + I_a q̈_j = k_t N y``, with ``q̈_j`` the acceleration the
-estimator is given; the friction is not linear in ``q̇``, so the estimate replaces the reading
-``y_j`` by ``y_j − τ_f(q̇_j) / (k_t N)`` (this class, vectorised over the sensors, no allocation per
-tick), with the ``q̇`` of the same estimate. Docs: docs/actuator_model.md.
+``I_a``: MuJoCo's ``frictionloss``, ``damping`` and ``armature``). The sensor's row is
+``τ_j / σ = k_t N y' / σ`` (its ``rows``), and before every estimate the reading ``y_j`` becomes
+
+    y'_j = y_j − (τ_f(q̇_j) + I_a q̈_j) / (k_t N)
+
+(this class, vectorised over the sensors, no allocation per tick) with the ``q̇`` and ``q̈`` of the
+same estimate: the velocities and the accelerations it is given (with ``joint_acceleration_stddev >
+0`` that is the acceleration *measurement* q̈ᵐ, not the estimated q̈: the row's variance then gains
+``(I_a σ_a)²``). Done on the readings rather than as right-hand-side terms of the rows, the model
+keeps the structured solver (whose sensor rows read ``y`` alone). Docs: docs/actuator_model.md.
 """
 from __future__ import annotations
 
 import numpy as np
 
 
-class JointFriction:
-    """``τ_f(q̇)`` of every joint-torque sensor with friction, in reading units (see the module docstring)."""
+class ActuatorModel:
+    """``(τ_f(q̇) + I_a q̈) / (k_t N)`` of every joint-torque sensor with friction or armature, in
+    reading units (see the module docstring)."""
 
-    def __init__(self, y_index, joint_index, coulomb, viscous, velocity, n_y: int):
+    def __init__(self, y_index, joint_index, coulomb, viscous, velocity, armature, n_y: int):
         self.y_index = np.asarray(y_index, dtype=np.int64)       # entries of y
         self.joint_index = np.asarray(joint_index, dtype=np.int64)
         self.coulomb = np.asarray(coulomb, dtype=np.float64)     # f_c / (k_t N)
         self.viscous = np.asarray(viscous, dtype=np.float64)     # b / (k_t N)
         self.velocity = np.asarray(velocity, dtype=np.float64)   # v_s
+        self.armature = np.asarray(armature, dtype=np.float64)   # I_a / (k_t N)
         self.n_y = n_y
 
     @classmethod
-    def of(cls, config, joint_names, y_offsets: dict, n_y: int) -> "JointFriction | None":
-        """The friction of ``config``'s joint-torque sensors (None when none has any)."""
+    def of(cls, config, joint_names, y_offsets: dict, n_y: int) -> "ActuatorModel | None":
+        """The model of ``config``'s joint-torque sensors (None when none has friction or armature)."""
         rows = [(y_offsets[s.name], list(joint_names).index(s.name), s.coulomb_friction / s.scale,
-                 s.viscous_friction / s.scale, s.friction_velocity)
-                for s in config.sensors if getattr(s, "has_friction", False)]
+                 s.viscous_friction / s.scale, s.friction_velocity, s.armature / s.scale)
+                for s in config.sensors if getattr(s, "has_actuator_model", False)]
         return cls(*zip(*rows), n_y=n_y) if rows else None
 
     def workspace(self) -> tuple:
@@ -42,19 +49,21 @@ class JointFriction:
         k = len(self.y_index)
         return np.zeros(self.n_y), np.zeros(k), np.zeros(k)
 
-    def corrected(self, y, dq, work) -> np.ndarray:
-        """``y`` with ``τ_f(q̇) / (k_t N)`` subtracted from the friction sensors' entries (into
-        ``work``'s first buffer; ``y`` is not changed). ``y`` of another size is returned as is (the
-        estimate then reports it)."""
+    def corrected(self, y, dq, ddq, work) -> np.ndarray:
+        """``y'`` (module docstring) into ``work``'s first buffer (``y`` is not changed). ``y`` of
+        another size is returned as is (the estimate then reports it)."""
         out, v, t = work
         y = np.asarray(y)
-        if y.shape != out.shape:
+        if y.shape != out.shape or np.shape(dq) != np.shape(ddq):
             return y
         np.take(np.asarray(dq, dtype=np.float64), self.joint_index, out=v)
         np.divide(v, self.velocity, out=t)
         np.tanh(t, out=t)
         t *= self.coulomb
         v *= self.viscous
+        t += v
+        np.take(np.asarray(ddq, dtype=np.float64), self.joint_index, out=v)
+        v *= self.armature
         t += v
         out[:] = y
         np.take(out, self.y_index, out=v)

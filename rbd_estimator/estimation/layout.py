@@ -317,11 +317,6 @@ class SystemLayout:
             raise ValueError(f"unknown bias term {source!r}")
         self.rhs.append((row, self.r_imu_wv + entry, float(coef)))
 
-    def given_acceleration(self, row: int, joint: str, coef: float) -> None:
-        """Right-hand side ``coef · q̈ᵐ_j``: the acceleration of ``joint`` given to the estimator
-        (the input; with ``joint_acceleration_stddev > 0`` its measurement, not the estimated q̈)."""
-        self.rhs.append((row, self.r_qdd + self._joint_index[joint], float(coef)))
-
     @property
     def acceleration_stddev(self) -> float:
         """σ_a of the given joint accelerations (``joint_acceleration_stddev``; 0: exact inputs)."""

@@ -1,6 +1,6 @@
 """Joint-torque sensors (motor currents × torque constant × gear ratio), with an actuator model:
 ``τ_j + I_a q̈_j = k_t N y − τ_f(q̇_j)`` (Nori eq. 16; ``τ_j = y`` without one). The friction ``τ_f`` is
-subtracted from the reading before the estimate (:mod:`rbd_estimator.estimation.actuators`, whose
+applied to the reading before the estimate (:mod:`rbd_estimator.estimation.actuators`, whose
 docstring has the model); docs/actuator_model.md."""
 from __future__ import annotations
 
@@ -55,14 +55,14 @@ class JointTorque(Sensor):
         return self.torque_constant * self.gear_ratio
 
     @property
-    def has_friction(self) -> bool:
-        return self.coulomb_friction > 0.0 or self.viscous_friction > 0.0
+    def has_actuator_model(self) -> bool:
+        return self.coulomb_friction > 0.0 or self.viscous_friction > 0.0 or self.armature > 0.0
 
     def rows(self, w) -> None:
-        """``(τ_j + I_a q̈_j) / σ = k_t N y / σ`` (y: the reading less the friction). ``q̈_j`` is the
-        acceleration given to the estimator; when the accelerations are a measurement (σ_a > 0) the
-        row takes that measurement too, and its variance gains ``(I_a σ_a)²`` (its correlation with
-        the acceleration's own row neglected)."""
+        """``τ_j / σ = k_t N y' / σ``, ``y'`` the reading less friction and armature
+        (:mod:`~rbd_estimator.estimation.actuators`). When the accelerations are a measurement (σ_a > 0)
+        ``y'`` takes that measurement, and the row's variance gains ``(I_a σ_a)²`` (its correlation
+        with the acceleration's own row neglected)."""
         if self.name not in w.model.joint_names:
             raise ConfigError(f"parameter 'joint_torque_sensors': '{self.name}' is not an actuated joint of "
                               f"robot '{w.model.name}'")
@@ -70,5 +70,3 @@ class JointTorque(Sensor):
         r0 = w.soft(f"joint torque {self.name}", ["τ"])
         w.block(r0, w.col("tau", self.name), np.ones((1, 1)), 1.0 / sigma)
         w.measured(r0, 0, self.scale / sigma)
-        if self.armature > 0.0:
-            w.given_acceleration(r0, self.name, -self.armature / sigma)
