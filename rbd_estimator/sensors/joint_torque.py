@@ -58,6 +58,13 @@ class JointTorque(Sensor):
     def has_actuator_model(self) -> bool:
         return self.coulomb_friction > 0.0 or self.viscous_friction > 0.0 or self.armature > 0.0
 
+    def reading(self, tau: float, dq: float, ddq: float) -> float:
+        """What the sensor reads when the joint torque is ``tau`` at velocity ``dq`` and acceleration
+        ``ddq``: ``(τ + f_c tanh(q̇/v_s) + b q̇ + I_a q̈) / (k_t N)`` (simulated readings)."""
+        motor = tau + self.coulomb_friction * np.tanh(dq / self.friction_velocity) + self.viscous_friction * dq \
+            + self.armature * ddq
+        return motor / self.scale
+
     def rows(self, w) -> None:
         """``τ_j / σ = k_t N y' / σ``, ``y'`` the reading less friction and armature
         (:mod:`~rbd_estimator.estimation.actuators`). When the accelerations are a measurement (σ_a > 0)
