@@ -58,8 +58,9 @@ def build(urdf: str, armature=ARMATURE, frictionloss=FRICTIONLOSS, damping=DAMPI
     return model, mujoco.MjData(model)
 
 
-def simulate(urdf: str, joint_names, seconds=3.0, rate_hz=500.0, seed=0, **kw):
-    """A squatting and swaying stance under joint PD control (all four feet on the floor).
+def simulate(urdf: str, joint_names, seconds=3.0, rate_hz=500.0, seed=0, amplitude=1.0, **kw):
+    """A squatting and swaying stance under joint PD control (all four feet on the floor; ``amplitude``
+    scales the joint targets' sinusoids).
     Returns a dict of arrays per sample at ``rate_hz``: ``q``, ``dq``, ``ddq`` (joint_names
     order), ``quat`` ([x, y, z, w]), ``gyro``, ``acc`` (IMU frame), ``alpha`` (IMU angular
     acceleration, IMU frame), ``motor`` (the torques the motors produce, N·m), ``force`` (the
@@ -75,7 +76,7 @@ def simulate(urdf: str, joint_names, seconds=3.0, rate_hz=500.0, seed=0, **kw):
     lowest = min(data.geom_xpos[model.geom(i).id][2] for i in range(model.ngeom) if model.geom_bodyid[i] > 0)
     data.qpos[2] -= lowest - FOOT_RADIUS + 1e-4
     kp, kd = 60.0, 3.0
-    amp = np.array([{"hip": 0.08, "thigh": 0.25, "calf": 0.45}[n.split("_")[1]] for n in joint_names])
+    amp = amplitude * np.array([{"hip": 0.08, "thigh": 0.25, "calf": 0.45}[n.split("_")[1]] for n in joint_names])
     phase = rng.uniform(0, 2 * np.pi, 2)
     step_every = int(round(1.0 / (rate_hz * model.opt.timestep)))
     out = {k: [] for k in ("q", "dq", "ddq", "quat", "gyro", "acc", "alpha", "motor", "force", "R_foot")}
