@@ -73,11 +73,10 @@ class NodeSettings:
     joint_acceleration_stddev_from_filter: bool = parameter(
         "with `acceleration_filter: kalman`: set `joint_acceleration_stddev` to the filter's steady-state "
         "acceleration standard deviation at `kalman_nominal_rate_hz` (the accelerations become a measurement)",
-        False, change=CONFIGURE)
+        False)
     kalman_nominal_rate_hz: float = parameter("joint-state rate (Hz) at which the Kalman filter's steady-state "
                                               "acceleration variance is computed for "
-                                              "`joint_acceleration_stddev_from_filter`", 1000.0, gt=0.0,
-                                              change=CONFIGURE)
+                                              "`joint_acceleration_stddev_from_filter`", 1000.0, gt=0.0)
     max_sample_gap: float = parameter("seconds; a larger gap between two velocity samples restarts the derivative "
                                       "filter", 0.1, gt=0.0, change=LIVE)
     tick: str = parameter("`joint_states`: an estimate per joint-state message; `timer`: at `rate_hz`",
