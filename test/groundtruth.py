@@ -263,8 +263,11 @@ class Trajectory:
             q, v, a = qj, vj, self.a.copy()
         readings = measure(self.est, q, v, a, np.array(W), rng=np.random.default_rng((self._noise_seed, k)),
                            noise=self.noise)
+        effort = np.array(readings.tau)          # the joint states' effort: the motor torques' readings
+        for j, y in zip(self.cfg.joint_torque_sensors, readings.joint_torques):
+            effort[self.est.joint_names.index(j)] = y
         out = dict(stamp=self.stamp(k), q=qj, dq=vj, readings=readings, tau=np.array(readings.tau),
-                   wrenches=np.array(W), active=active, state=(q, v, a))   # state: pinocchio layout
+                   effort=effort, wrenches=np.array(W), active=active, state=(q, v, a))   # state: pinocchio layout
         self._cache[k] = out
         return out
 
