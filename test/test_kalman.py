@@ -158,3 +158,25 @@ def test_replay_of_the_real_recording_runs_the_same_filter(tmp_path):
                 assert np.allclose(rep.inputs.dq, f.velocity[order], rtol=1e-12, atol=1e-12)
     res = rep.results()
     assert len(res["stamps"]) >= len(rec["t"]) - 2 and np.isfinite(res["wrenches"]).all()   # filters start (q̈, ω̇)
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(ICUB, "com_sinusoid")), reason="no iCub recording")
+def test_the_replays_batch_loop_runs_the_kalman_filter_as_the_per_message_path(tmp_path):
+    """``replay_bag`` (its compiled batch loop over the recording) with the Kalman filter gives the
+    estimates of the per-message path (``Replayer.feed``) to 1e-12."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import bench_real_icub as bench
+
+    from rbd_estimator.replay import Replayer, replay_bag
+    xml, rec = bench.icub_xml(ICUB), bench.read_recording(ICUB)
+    cfg = bench.config("l_foot_force", bench.KALMAN)
+    summary, batch = replay_bag(os.path.join(ICUB, "com_sinusoid"), str(tmp_path / "out"), cfg, xml, collect=True,
+                                copy_inputs=False)
+    assert not summary.error
+    one = Replayer(xml, cfg, collect=True)
+    for topic, t, b in rec["raw"]:
+        one.feed(topic, b, t)
+    a, b = batch.results(), one.results()
+    assert np.array_equal(a["stamps"], b["stamps"]) and len(a["stamps"]) >= len(rec["t"]) - 2
+    assert np.abs(a["tau"] - b["tau"]).max() <= 1e-12 and np.abs(a["wrenches"] - b["wrenches"]).max() <= 1e-12
