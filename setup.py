@@ -89,7 +89,7 @@ setup(
     extras_require={
         'oracle': oracle,
         'replay': ['mcap', 'matplotlib'],
-        'test': oracle + ['pytest', 'example-robot-data', 'matplotlib', 'mcap'],
+        'test': oracle + ['pytest', 'example-robot-data', 'matplotlib', 'mcap', 'mujoco'],
     },
     cmdclass={'install': install, 'develop': develop},
     zip_safe=False,

@@ -22,6 +22,20 @@ from rbd_estimator.estimation.synthetic import measure
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
 
+def motor_readings(cfg, joint_names, tau, dq, ddq) -> np.ndarray:
+    """The joint-torque sensors' readings (``cfg.joint_torque_sensors`` order) for joint torques
+    ``tau`` (``joint_names`` order): the motor torque ``τ + f_c tanh(q̇/v_s) + b q̇ + I_a q̈`` over
+    ``k_t N`` (the actuator model of docs/actuator_model.md, written out here as the test's oracle)."""
+    from rbd_estimator.sensors import JointTorque
+    out = []
+    for s in cfg.of_kind(JointTorque):
+        k = list(joint_names).index(s.name)
+        motor = tau[k] + s.coulomb_friction * np.tanh(dq[k] / s.friction_velocity) + s.viscous_friction * dq[k] \
+            + s.armature * ddq[k]
+        out.append(motor / (s.torque_constant * s.gear_ratio))
+    return np.array(out)
+
+
 def unfix_joints(xml: str, joints) -> str:
     """The URDF with the named fixed joints made revolute (about z), so pinocchio keeps them."""
     for j in joints:
@@ -97,7 +111,7 @@ class GroundTruth:
         if cfg.load_cells:
             inputs["load_cells"] = self._cells(wrenches)
         if cfg.joint_torque_sensors:
-            inputs["joint_torques"] = np.array([tau[m.joint_names.index(j)] for j in cfg.joint_torque_sensors])
+            inputs["joint_torques"] = motor_readings(cfg, m.joint_names, tau, vj, aj)
         return inputs, dict(tau=tau, wrenches=np.array(wrenches).reshape(-1, 6))
 
     def _random_wrenches(self, rng, scale):
@@ -249,8 +263,11 @@ class Trajectory:
             q, v, a = qj, vj, self.a.copy()
         readings = measure(self.est, q, v, a, np.array(W), rng=np.random.default_rng((self._noise_seed, k)),
                            noise=self.noise)
+        effort = np.array(readings.tau)          # the joint states' effort: the motor torques' readings
+        for j, y in zip(self.cfg.joint_torque_sensors, readings.joint_torques):
+            effort[self.est.joint_names.index(j)] = y
         out = dict(stamp=self.stamp(k), q=qj, dq=vj, readings=readings, tau=np.array(readings.tau),
-                   wrenches=np.array(W), active=active, state=(q, v, a))   # state: pinocchio layout
+                   effort=effort, wrenches=np.array(W), active=active, state=(q, v, a))   # state: pinocchio layout
         self._cache[k] = out
         return out
 

@@ -310,7 +310,7 @@ def test_replay_of_a_trotting_recording_follows_the_commanded_contacts(go2, tmp_
                         ser.joint_state(t, est.contact_names, f["active"].astype(float)))
                 last = f["active"]
             w.write(conn["/imu"], t, ser.imu(t, f["readings"].imu))
-            w.write(conn["/joint_states"], t + 1000, ser.joint_state(t, est.joint_names, f["q"], f["dq"], f["tau"]))
+            w.write(conn["/joint_states"], t + 1000, ser.joint_state(t, est.joint_names, f["q"], f["dq"], f["effort"]))
     out = str(tmp_path / "out")
     summary, rep = replay_bag(bag, out, cfg, xml, collect=True)
     assert not summary.error and len(rep.tau) == n - 1 and rep.contacts.switches >= 3

@@ -333,7 +333,7 @@ class Sim:
         dq = f["dq"] if dq is None else dq
         m.position = [float(q[i]) for i in self.wire_order] if len(q) == len(self.wire_order) else list(q)
         m.velocity = [float(dq[i]) for i in self.wire_order] if len(dq) == len(self.wire_order) else list(dq)
-        m.effort = [float(x) for x in np.array(f["tau"])[self.wire_order]]
+        m.effort = [float(x) for x in np.array(f["effort"])[self.wire_order]]
         return m
 
     def step(self, k, skip=(), expect_output=True, timeout=10.0):

@@ -84,7 +84,9 @@ def test_replay_of_shipped_robot_matches_truth(name):
         f = traj.frame(k)
         t = f["stamp"]
         rep.feed("/imu", ser.imu(t, f["readings"].imu), t)
-        rep.feed("/joint_states", ser.joint_state(t, wire, f["q"][order], f["dq"][order], f["tau"][order]), t + 1000)
+        motor = dict(zip(cfg.joint_torque_sensors, f["readings"].joint_torques))   # the actuator model's readings
+        rep.feed("/joint_states", ser.joint_state(t, wire, f["q"][order], f["dq"][order], [motor[j] for j in wire]),
+                 t + 1000)
     assert len(rep.tau) == n - 1                              # the first joint state starts the filter
     for stamp, tau, w in zip(rep.stamps, rep.tau, rep.wrenches):
         k = (stamp - traj.t0_ns) // traj.dt_ns

@@ -21,6 +21,7 @@ from ..model.robot_model import RobotModel
 from . import kinematics as kin
 from . import structured
 from .config import SensorConfig
+from .actuators import ActuatorModel
 from .layout import SystemLayout
 from .plan import PlanReport, StaticLU, check_well_posed, costs_of, plan_static_lu, random_states
 from .checks import first_non_finite
@@ -129,6 +130,7 @@ class EstimatorData:
         self.kin_w = est._kin[2].copy()
         self.measurements = Measurements(est.config)
         self.joint_state = JointState(est.model.n_joints)
+        self.actuators = est._actuators.workspace() if est._actuators is not None else None
         self.pivot_fallbacks = 0
         self.install(None)
 
@@ -166,6 +168,7 @@ class Estimator(EstimatorInterface):
                               "angular velocity and acceleration")
         self.model, self.config = model, config
         self._layout = lay = SystemLayout(model, config)
+        self._actuators = ActuatorModel.of(config, model.joint_names, lay.y_offsets, lay.n_y)
         self._init_kinematics()
         rng = np.random.default_rng(seed)
         states = list(random_states(lay, rng, 3))
@@ -262,7 +265,9 @@ class Estimator(EstimatorInterface):
         return self.data.pivot_fallbacks
 
     def kernel(self) -> tuple | None:
-        return None if self._structured is None else (self._structured.ip, self.data.state)
+        if self._structured is None or self._actuators is not None:     # y is corrected in Python
+            return None
+        return self._structured.ip, self.data.state
 
     def weak_directions(self) -> dict:
         return {"+".join(self.contact_names) or "none": self.weak} if self.weak else {}
@@ -448,6 +453,8 @@ class Estimator(EstimatorInterface):
             y = (d.measurements.fill_kinds(imu, ft, load_cells, joint_torques, external_wrenches)
                  if not (readings or by_kind) else
                  d.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind))
+        if self._actuators is not None:          # the actuator model on the joint-torque readings
+            y = self._actuators.corrected(y, dq, ddq, d.actuators)
         structured = self._structured
         if structured is not None:              # arrays straight to the kernel, other forms converted first
             status = structured.estimate(q, dq, ddq, y)

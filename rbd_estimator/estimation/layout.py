@@ -317,6 +317,11 @@ class SystemLayout:
             raise ValueError(f"unknown bias term {source!r}")
         self.rhs.append((row, self.r_imu_wv + entry, float(coef)))
 
+    @property
+    def acceleration_stddev(self) -> float:
+        """σ_a of the given joint accelerations (``joint_acceleration_stddev``; 0: exact inputs)."""
+        return self.config.joint_acceleration_stddev
+
     def known_wrench(self, frame, entry: int) -> None:
         """A known external wrench ``[fx..tz]`` in ``frame`` at entries ``entry…entry+5`` of the
         writing sensor's slice: ``f_i^x = ⁱX*_F w`` on the right-hand side of (3f) (eqs. 7–8)."""

@@ -74,7 +74,9 @@ def measure(estimator: Estimator, q, v, a, wrenches, rng: np.random.Generator | 
         C = np.vstack([np.ones_like(x), y, -x])
         forces = np.linalg.lstsq(C, np.array([w[2], w[3], w[4]]), rcond=None)[0]
         cells.append(forces + gauss(lc.stddev, len(x)))
-    jt = np.array([tau[m.joint_names.index(s.name)] + gauss(s.stddev, 1)[0] for s in cfg.of_kind(JointTorque)])
+    jv_of = {n: jv[k] for k, n in enumerate(m.joint_names)}
+    jt = np.array([s.reading(tau[m.joint_names.index(s.name)] + gauss(s.stddev, 1)[0], v[jv_of[s.name]],
+                             a[jv_of[s.name]]) for s in cfg.of_kind(JointTorque)])
     other = {}
     for s in cfg.of_kind(FootForce):        # the contact's normal force
         other[s.name] = wrenches[estimator.contact_names.index(s.contact)][2:3] + gauss(s.stddev, 1)

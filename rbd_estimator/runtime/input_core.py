@@ -9,7 +9,8 @@ Python in the loop and no allocation, into two flat arrays that hold the whole i
   sensor of the configuration): header stamp and receipt time of its latest accepted sample (ns,
   :data:`NONE` before the first), samples accepted, readiness, timeout (ns), kind, where its value
   lives in ``F``, its size, and one rejection counter per reason of :data:`REASONS`;
-* ``F`` (float64): q, q̇ (model order), the derivative filters of q̇ → q̈ and of the IMU's ω → ω̇,
+* ``F`` (float64): q, q̇ (model order), the joints' filter (the low-pass derivative of q̇ → q̈, or
+  the Kalman filter of :mod:`~rbd_estimator.runtime.kalman` that gives q̇ and q̈), the IMU's ω → ω̇,
   the IMU sample (orientation x, y, z, w; ω in rad/s; specific force in m/s², IMU frame), the
   force-torque readings as received and corrected (``reading − ft_offsets.<sensor>``, N and N·m in
   the sensor frame), the offsets, the load-cell forces (N) and scratch space.
@@ -31,6 +32,7 @@ import numpy as np
 
 from ..jit import njit
 from ..kernels.layout import Layout
+from .kalman import kalman_step
 
 #: Reasons a sample can be rejected for (diagnostics keys), in counter order.
 REASONS = ("non_finite", "wrong_length", "unknown_joint", "missing_joint", "stamp_not_increasing",
@@ -51,12 +53,13 @@ SLOT_W = SLOT.size
 
 # ---- header of I: sizes and offsets (into I for H_SLOTS/H_NAMES/H_GATHER; the F_ entries hold
 # offsets into F; F[I[F_PAR]] is the filters' low-pass time constant T_c (s), F[I[F_PAR] + 1] their
-# max_gap (s))
+# max_gap (s); H_KF the joints' Kalman filter's order (0: the low-pass), F_KF its block)
 INPUT_HEADER = Layout("H_NJ H_NSLOTS H_SLOTS H_NAMES H_NAMES_CAP H_NAMES_LEN H_GATHER H_ACC_T H_ACC_READY H_GYRO_T "
-                      "H_GYRO_READY H_ALPHA F_Q F_DQ F_ACC F_ACC_PREV F_GYRO F_GYRO_PREV F_IMU F_SCR F_PAR H_NMSG")
+                      "H_GYRO_READY H_ALPHA F_Q F_DQ F_ACC F_ACC_PREV F_GYRO F_GYRO_PREV F_IMU F_SCR F_PAR H_NMSG "
+                      "H_KF F_KF")
 (H_NJ, H_NSLOTS, H_SLOTS, H_NAMES, H_NAMES_CAP, H_NAMES_LEN, H_GATHER, H_ACC_T, H_ACC_READY, H_GYRO_T,
  H_GYRO_READY, H_ALPHA, F_Q, F_DQ, F_ACC, F_ACC_PREV, F_GYRO, F_GYRO_PREV, F_IMU, F_SCR, F_PAR,
- H_NMSG) = INPUT_HEADER.slots
+ H_NMSG, H_KF, F_KF) = INPUT_HEADER.slots
 HEADER = INPUT_HEADER.size
 for _layout in (SLOT, INPUT_HEADER):
     _layout.check(globals())
@@ -209,7 +212,8 @@ def _names_match(I, b, o):
 @njit
 def joint_state(I, F, b, now):
     """``sensor_msgs/JointState``: names (cached layout), positions and velocities in message
-    order (rad or m, rad/s or m/s) → q, q̇ in model order; the q̈ filter advances."""
+    order (rad or m, rad/s or m/s) → q, q̇ in model order; the joints' filter advances. With the
+    Kalman filter the velocities may be absent (an empty array) and q̇ is the filter's."""
     t, o = _header(b)
     if o < 0:
         return CDR_ERROR
@@ -228,14 +232,19 @@ def joint_state(I, F, b, now):
         return CDR_ERROR
     r = _slot(I, JOINT_STATES)
     nj = I[H_NJ]
-    if npos != I[H_NMSG] or nvel != I[H_NMSG]:          # the cached layout's length (mimic joints too)
+    kf = I[H_KF]
+    has_v = nvel == I[H_NMSG]
+    if npos != I[H_NMSG] or not (has_v or (kf and nvel == 0)):   # the cached layout's length (mimic joints too)
         return _reject(I, r, WRONG_LENGTH)
     F8 = F.view(np.uint8)
     g = I[H_GATHER]
     ks = I[F_SCR]
     for k in range(nj):                          # gather into model order, in scratch first
         _copy_f64(b, opos + 8 * I[g + k], F8, ks + k, 1)
-        _copy_f64(b, ovel + 8 * I[g + k], F8, ks + nj + k, 1)
+        if has_v:
+            _copy_f64(b, ovel + 8 * I[g + k], F8, ks + nj + k, 1)
+        else:
+            F[ks + nj + k] = 0.0
     if not _finite(F, ks, 2 * nj):
         return _reject(I, r, NON_FINITE)
     if not _stamp_increases(I, r, t):
@@ -246,8 +255,12 @@ def joint_state(I, F, b, now):
         F[kdq + k] = F[ks + nj + k]
     I[r + S_STAMP], I[r + S_RECEIPT] = t, now
     I[r + S_RECEIVED] += 1
-    ready = derivative_update(I, F, H_ACC_T, H_ACC_READY, I[F_ACC], I[F_ACC_PREV], kdq, nj,
-                              t, F[I[F_PAR]], F[I[F_PAR] + 1])
+    if kf:
+        ready = kalman_step(I, H_ACC_T, H_ACC_READY, F, I[F_KF], kf, nj, kq, kdq, has_v, kdq, I[F_ACC], t,
+                            F[I[F_PAR] + 1])
+    else:
+        ready = derivative_update(I, F, H_ACC_T, H_ACC_READY, I[F_ACC], I[F_ACC_PREV], kdq, nj,
+                                  t, F[I[F_PAR]], F[I[F_PAR] + 1])
     I[r + S_READY] = 1 if ready else 0
     return 1 if ready else 0
 

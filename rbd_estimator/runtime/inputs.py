@@ -24,6 +24,7 @@ from ..estimation import ImuSample
 from ..kernels.layout import Packer
 from . import cdr
 from . import input_core as core
+from . import kalman
 from .filters import time_constant
 from .input_core import NONE, REASONS
 from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, JOINT_EFFORT, WRENCH_MESSAGE
@@ -236,9 +237,14 @@ class SensorInputs:
         gyro, gyro_prev, imu = fa.reserve(3), fa.reserve(3), fa.reserve(10)
         ft, ft_raw, ft_off = fa.reserve(6 * n_ft), fa.reserve(6 * n_ft), fa.reserve(6 * n_ft)
         cells, jt = fa.reserve(n_cells), fa.reserve(len(config.joint_torque_sensors))
+        kf = fa.reserve(kalman.block_size(nj))
         scr = fa.reserve(max(2 * nj, 10, 6, max((e[4] for e in entries if e[1] == ARRAY_MESSAGE), default=0)))
         F = fa.array()
         F[par], F[par + 1] = time_constant(settings.acceleration_cutoff_hz), float(settings.max_sample_gap)
+        order = 0
+        if settings.acceleration_filter == "kalman":
+            order = kalman.set_parameters(F, kf, settings.kalman_model, settings.kalman_process_noise,
+                                          settings.kalman_position_stddev, settings.kalman_velocity_stddev)
         F[imu + 3] = 1.0                              # identity orientation until the first sample
         names_cap = 4 + sum(8 + len(n.encode("utf-8")) for n in self.joint_names + tuple(self._js_layout.ignored))
         ia = Packer(np.int64, header=core.INPUT_HEADER)
@@ -247,7 +253,8 @@ class SensorInputs:
             H_NJ=nj, H_NSLOTS=len(entries), H_SLOTS=slots0, H_NAMES=names0, H_NAMES_CAP=names_cap, H_NAMES_LEN=-1,
             H_GATHER=gather0, H_ACC_T=NONE, H_ACC_READY=0, H_GYRO_T=NONE, H_GYRO_READY=0,
             H_ALPHA=int(config.imu is not None and config.imu.use_angular_acceleration), F_Q=q, F_DQ=dq, F_ACC=acc,
-            F_ACC_PREV=acc_prev, F_GYRO=gyro, F_GYRO_PREV=gyro_prev, F_IMU=imu, F_SCR=scr, F_PAR=par, H_NMSG=0))
+            F_ACC_PREV=acc_prev, F_GYRO=gyro, F_GYRO_PREV=gyro_prev, F_IMU=imu, F_SCR=scr, F_PAR=par, H_NMSG=0,
+            H_KF=order, F_KF=kf))
         self.I, self.F = I, F
         rows = {WRENCH_MESSAGE: ft, ARRAY_MESSAGE: cells, JOINT_EFFORT: jt}
         offsets = dict(getattr(settings, "ft_offsets", ()))
@@ -310,6 +317,12 @@ class SensorInputs:
             F[I[h]:I[h] + n] = old_F[old_I[h]:old_I[h] + n]
         for h in (core.H_ACC_T, core.H_ACC_READY, core.H_GYRO_T, core.H_GYRO_READY):
             I[h] = old_I[h]
+        if I[core.H_KF] != old_I[core.H_KF]:              # another joint filter: it starts again
+            I[core.H_ACC_T], I[core.H_ACC_READY] = NONE, 0
+        elif I[core.H_KF]:                                # the Kalman filter's covariance and states
+            k, ko = I[core.F_KF] + kalman.K_P, old_I[core.F_KF] + kalman.K_P
+            n = kalman.block_size(nj) - kalman.K_P
+            F[k:k + n] = old_F[ko:ko + n]
         L = old_I[core.H_NAMES_LEN]
         if L >= 0:
             I[I[core.H_NAMES]:I[core.H_NAMES] + L] = old_I[old_I[core.H_NAMES]:old_I[core.H_NAMES] + L]

@@ -12,7 +12,7 @@ one.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ConfigError
 from ..estimation.config import sensor_schema
@@ -20,8 +20,10 @@ from ..model.loops import LOOP_KEYS, loop_schema
 from ..schema import CONFIGURE, LIVE, REACTIVATE, Field, Group, Schema, fields_of, parameter
 from ..sensors import KINDS
 from ..yaml_file import unknown_parameter
+from .kalman import MODELS, acceleration_stddev
 
 TICK_SOURCES = ("joint_states", "timer")
+ACCELERATION_FILTERS = ("lowpass", "kalman")
 #: Prefix of the force-torque offset parameters (``ft_offsets.<sensor>``: [fx, fy, fz, tx, ty, tz]).
 FT_OFFSETS = "ft_offsets"
 #: The offset of one force-torque sensor (``ft_offsets.<sensor>``)
@@ -52,6 +54,29 @@ class NodeSettings:
     acceleration_cutoff_hz: float = parameter("cutoff (Hz) of the first-order low-pass on the finite-difference "
                                               "accelerations (joints, and the IMU angular acceleration); 0: none",
                                               100.0, ge=0.0, change=LIVE)
+    acceleration_filter: str = parameter(
+        "the joints' velocities and accelerations: `lowpass`: the velocities as received, accelerations their "
+        "finite difference low-passed at `acceleration_cutoff_hz`; `kalman`: a causal Kalman filter per joint on "
+        "the positions (and velocities) gives both (runtime/kalman.py, docs/joint_acceleration.md)", "lowpass",
+        choices=ACCELERATION_FILTERS, change=LIVE)
+    kalman_model: str = parameter("the Kalman filter's motion model: `constant_acceleration` (white jerk) or "
+                                  "`constant_jerk` (white snap)", "constant_jerk", choices=tuple(MODELS),
+                                  change=LIVE)
+    kalman_process_noise: float = parameter("spectral density of the Kalman filter's white noise: jerk "
+                                            "(rad²/s⁵) or snap (rad²/s⁷) for `kalman_model`", 1.0e4, gt=0.0,
+                                            change=LIVE)
+    kalman_position_stddev: float = parameter("standard deviation (rad, m) of the encoder positions in the "
+                                              "Kalman filter", 1.0e-4, gt=0.0, change=LIVE)
+    kalman_velocity_stddev: float = parameter("standard deviation (rad/s, m/s) of the received velocities in the "
+                                              "Kalman filter; 0: velocities not used (positions only)", 0.0,
+                                              ge=0.0, change=LIVE)
+    joint_acceleration_stddev_from_filter: bool = parameter(
+        "with `acceleration_filter: kalman`: set `joint_acceleration_stddev` to the filter's steady-state "
+        "acceleration standard deviation at `kalman_nominal_rate_hz` (the accelerations become a measurement)",
+        False)
+    kalman_nominal_rate_hz: float = parameter("joint-state rate (Hz) at which the Kalman filter's steady-state "
+                                              "acceleration variance is computed for "
+                                              "`joint_acceleration_stddev_from_filter`", 1000.0, gt=0.0)
     max_sample_gap: float = parameter("seconds; a larger gap between two velocity samples restarts the derivative "
                                       "filter", 0.1, gt=0.0, change=LIVE)
     tick: str = parameter("`joint_states`: an estimate per joint-state message; `timer`: at `rate_hz`",
@@ -123,6 +148,18 @@ class NodeSettings:
             if sensor not in names:
                 raise ConfigError(f"parameter '{FT_OFFSETS}.{sensor}': no force-torque sensor '{sensor}' in "
                                   f"ft_sensors ({', '.join(sorted(names)) or 'none'})")
+
+    def estimator_config(self, config):
+        """``config`` as the estimator takes it: with ``joint_acceleration_stddev_from_filter``, its
+        ``joint_acceleration_stddev`` is the Kalman filter's steady-state acceleration standard
+        deviation at ``kalman_nominal_rate_hz`` (:func:`~rbd_estimator.runtime.kalman.acceleration_stddev`)."""
+        if not self.joint_acceleration_stddev_from_filter:
+            return config
+        if self.acceleration_filter != "kalman":
+            raise ConfigError("parameter 'joint_acceleration_stddev_from_filter' needs 'acceleration_filter: kalman'")
+        sigma = acceleration_stddev(self.kalman_model, self.kalman_process_noise, self.kalman_position_stddev,
+                                    self.kalman_velocity_stddev, self.kalman_nominal_rate_hz)
+        return replace(config, joint_acceleration_stddev=sigma)
 
     def joint_torque_source(self) -> str:
         """The topic that carries the joint-torque sensors."""

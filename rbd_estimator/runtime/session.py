@@ -162,6 +162,7 @@ class Session:
         text)``: where events go (default: nowhere)."""
         settings = settings if settings is not None else NodeSettings.from_parameters(config.node)
         settings.check_ft_offsets(config)
+        config = settings.estimator_config(config)
         self.xml = xml
         self.log = log or (lambda level, text: None)
         self.emit = None                    # emit(output topic, now, bytes), set by the driver
@@ -257,6 +258,7 @@ class Session:
         """Whether ``config`` changes the estimation problem (a new plan is needed); if it changes
         only node-only parameters, they are applied now (filter cutoff, timeouts, cross-check
         period: call on the tick thread or with it held)."""
+        config = settings.estimator_config(config)
         if problem_key(config) != problem_key(self.config):
             return True
         old = self.settings
@@ -274,6 +276,7 @@ class Session:
         sensor takes its prepared fallback, restoring it takes the set it left. A sensor added to the
         set in use gets, until its first sample, the plan in use (the estimate goes on while it joins)."""
         self._remember(self.plans)
+        config = settings.estimator_config(config)
         est = self._library.get(problem_key(config))
         with gil_yielding():
             plans = PlanSet(self.xml, config, est) if est is not None else plan_set(self.xml, config, settings, True)
