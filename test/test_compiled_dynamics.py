@@ -176,7 +176,7 @@ import numpy as np
 from nrt_stats import extra_allocations
 from oracle import Pair, urdf_xml
 from rbd_estimator.dynamics import DynamicsData, tree_jit as T, minverse_jit as MJ, ltl_jit as LJ
-from rbd_estimator.estimation import forward as FW
+from rbd_estimator.estimation import forward as FW, hybrid as HY
 
 p = Pair(urdf_xml("icub"), True)
 m = p.model
@@ -186,9 +186,9 @@ lam = d.lam
 H = d.crba(q).copy()
 x = np.ones((m.nv, 1))
 fd = FW.SparseForwardDynamics(m)
-m_ = fd.model
-fw_args = (*fd._kin, m_.floating_base, q, v, a, fd._fx, fd._a0, fd._src, fd._rsrc, fd._offsets, True,
-           *fd._solve_args())
+fw_args = (*fd._tick_arguments(), q, v, a, fd._no_ddq)
+hd = HY.HybridDynamics(m, np.arange(m.nv) % 2 == 0)
+hd_args = (*hd._tick_arguments(), q, v, a, a.copy())
 calls = {
     "rnea": (T.rnea_kernel, (d.MI, d.MF, d.W, q, v, a, d.fx, d.a0, d.tau)),
     "aba": (T.aba_kernel, (d.MI, d.MF, d.W, q, v, a, d.fx, d.a0, d.ddq)),
@@ -202,7 +202,8 @@ calls = {
     "mul_Lt": (LJ.mul_Lt_kernel, (H, lam, x, False, x.copy())),
     "solve_L": (LJ.solve_L_kernel, (H, lam, x, True)),
     "solve_Lt": (LJ.solve_Lt_kernel, (H, lam, x, True)),
-    "SparseForwardDynamics": (FW._forward_kernel, fw_args),
+    "SparseForwardDynamics": (HY._hybrid_tick, fw_args),
+    "HybridDynamics": (HY._hybrid_tick, hd_args),
 }
 
 for name, (kernel, args) in calls.items():
@@ -222,7 +223,7 @@ def test_compiled_kernels_allocate_nothing_but_argument_boxing():
     as a do-nothing compiled function given the same arguments (numba's boxing of the arguments)."""
     import nrt_stats
     rows = [line.split() for line in nrt_stats.run(KERNELS_SCRIPT)]
-    assert len(rows) == 12, rows
+    assert len(rows) == 13, rows
     for name, extra in rows:
         assert int(extra) == 0, (name, extra)
 

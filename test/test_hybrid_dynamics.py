@@ -18,6 +18,8 @@ from oracle import Pair, rel_err, urdf_xml
 from rbd_estimator import robots
 from rbd_estimator.dynamics import aba, rnea
 from rbd_estimator.dynamics.nori_system import hybrid_dynamics, nori_system
+from rbd_estimator.estimation.forward import SparseForwardDynamics
+from rbd_estimator.estimation.hybrid import HybridDynamics
 
 TOL = 1e-9
 EPS = np.finfo(float).eps
@@ -84,3 +86,87 @@ def test_a_split_of_the_wrong_size_is_refused():
     m = p.model
     with pytest.raises(ValueError, match="one flag per DoF"):
         nori_system(m, np.zeros(m.nq), np.zeros(m.nv), np.zeros(m.nv), known_acceleration=np.zeros(3, bool))
+
+
+# ---------------------------------------------------------------------------- through the estimator's plan
+@functools.lru_cache(maxsize=None)
+def planned(robot: str, fb: bool, split: int):
+    """``HybridDynamics`` (the estimator's layout, plan and compiled tick) for a random split."""
+    m = pair(robot, fb).model
+    known = np.random.default_rng([split, len(robot), int(fb)]).random(m.nv) < 0.5
+    return HybridDynamics(m, known), known
+
+
+@pytest.mark.parametrize("robot,fb", CASES, ids=[f"{r}-{'floating' if fb else 'fixed'}" for r, fb in CASES])
+def test_the_estimators_plan_solves_random_splits_as_pinocchio(robot, fb):
+    p = pair(robot, fb)
+    m = p.model
+    rng = np.random.default_rng([7, len(robot), int(fb)])
+    for split in range(3):
+        hd, known = planned(robot, fb, split)
+        for _ in range(3):
+            q, v, ddq = p.random_state(rng)
+            tau = rng.normal(size=m.nv)
+            got_ddq, got_tau = hd.compute(q, v, tau, ddq)
+            ref_ddq, ref_tau, tol = pinocchio_hybrid(p, q, v, tau, ddq, known)
+            assert np.array_equal(got_ddq[known], ddq[known]) and np.array_equal(got_tau[~known], tau[~known])
+            assert rel_err(got_ddq, ref_ddq) <= tol
+            assert rel_err(got_tau, ref_tau) <= max(tol, TOL) * 10
+
+
+@pytest.mark.parametrize("robot,fb", CASES, ids=[f"{r}-{'floating' if fb else 'fixed'}" for r, fb in CASES])
+def test_forward_dynamics_through_the_plan_is_pinocchios_aba(robot, fb):
+    """All accelerations unknown (``SparseForwardDynamics``): pinocchio's ``aba`` ≤ max(1e-9, 10 κ ε)."""
+    p = pair(robot, fb)
+    m = p.model
+    fd = SparseForwardDynamics(m)
+    rng = np.random.default_rng([8, len(robot), int(fb)])
+    for _ in range(4):
+        q, v, _ = p.random_state(rng)
+        tau = rng.normal(size=m.nv)
+        ref = p.v_from_pin(pin.aba(p.pin_model, p.pin_data, p.q_to_pin(q), p.v_to_pin(v), p.v_to_pin(tau)))
+        _, _, tol = pinocchio_hybrid(p, q, v, tau, np.zeros(m.nv), np.zeros(m.nv, bool))
+        assert rel_err(fd.compute(q, v, tau), ref) <= tol
+
+
+def test_inverse_dynamics_through_the_plan_is_triangular():
+    """All accelerations known: the plan's pivots make the system triangular (Nori Property 1:
+    zero fill-in, every diagonal block 1 × 1) and the torques are the RNEA's."""
+    p = pair("talos", True)
+    m = p.model
+    hd = HybridDynamics(m, np.ones(m.nv, bool))
+    assert hd.lu.fill_in == 0 and np.all(np.diff(hd.lu.blocks) == 1)
+    rng = np.random.default_rng(4)
+    q, v, ddq = p.random_state(rng)
+    f_ext = {m.body_names[-1]: rng.normal(size=6)}
+    _, tau = hd.compute(q, v, None, ddq, f_ext)
+    assert rel_err(tau, rnea(m, q, v, ddq, f_ext)) <= TOL
+
+
+def test_known_external_wrenches_enter_every_split():
+    """With external wrenches: the reference's one sparse system (``hybrid_dynamics``) for a random
+    split, our ``aba`` for forward dynamics (Go2, floating base)."""
+    p = pair("go2", True)
+    m = p.model
+    rng = np.random.default_rng(5)
+    q, v, ddq = p.random_state(rng)
+    tau = rng.normal(size=m.nv)
+    f_ext = {name: rng.normal(scale=10.0, size=6) for name in m.body_names[-3:]}
+    hd, known = planned("go2", True, 0)
+    got = hd.compute(q, v, tau, ddq, f_ext)
+    ref = hybrid_dynamics(m, q, v, tau, ddq, known, f_ext)
+    assert rel_err(got[0], ref[0]) <= TOL and rel_err(got[1], ref[1]) <= TOL
+    assert rel_err(SparseForwardDynamics(m).compute(q, v, tau, f_ext), aba(m, q, v, tau, f_ext)) <= TOL
+
+
+def test_bad_splits_and_inputs_are_refused_by_name():
+    m = pair("go2", False).model
+    with pytest.raises(ValueError, match="one flag per DoF"):
+        HybridDynamics(m, np.zeros(3, bool))
+    hd, _ = planned("go2", False, 0)
+    with pytest.raises(ValueError, match=r"ddq has shape \(2,\)"):
+        hd.compute(np.zeros(m.nq), np.zeros(m.nv), np.zeros(m.nv), np.zeros(2))
+    q = np.zeros(m.nq)
+    q[0] = np.nan
+    with pytest.raises(FloatingPointError, match="an input is not finite"):
+        hd.compute(q, np.zeros(m.nv))
