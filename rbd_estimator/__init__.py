@@ -8,6 +8,7 @@ from .errors import ConfigError, IllPosedError, ModelError, ModelWarning
 from .estimation import (Estimate, Estimator, EstimatorInterface, ImuSample, LoopEstimate, LoopEstimator, SensorConfig,
                          SwitchingEstimator, apply_offsets, calibrate_ft_offsets, estimator_for, make_estimator)
 from .estimation.forward import SparseForwardDynamics
+from .estimation.hybrid import HybridDynamics
 from .model.clusters import ClusterTree
 from .model.cost import cost
 from .model.loops import LoopConfig
@@ -18,5 +19,5 @@ __all__ = ["ModelError", "ModelWarning", "ConfigError", "IllPosedError", "RobotM
            "forward_dynamics_ltdl", "DynamicsData", "cost", "SensorConfig", "Estimator", "EstimatorInterface", "estimator_for",
            "make_estimator", "Estimate", "ImuSample",
            "LoopEstimator", "LoopEstimate",
-           "SparseForwardDynamics", "calibrate_ft_offsets", "apply_offsets",
+           "SparseForwardDynamics", "HybridDynamics", "calibrate_ft_offsets", "apply_offsets",
            "ClusterTree", "ClusterDynamics", "LoopConfig", "ce_aba", "ce_rnea", "ce_crba", "SwitchingEstimator"]
