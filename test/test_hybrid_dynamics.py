@@ -1,6 +1,10 @@
 """Hybrid dynamics through Nori's one system (``dynamics.nori_system.hybrid_dynamics``) against
 pinocchio: each DoF's acceleration or torque given, the other computed.
 
+Both the readable reference and the fast path, ``estimation.hybrid.HybridDynamics`` (the split as a
+configuration of the estimator's layout, plan and compiled tick; ``SparseForwardDynamics`` is its
+all-unknown split), are held to the same oracle.
+
 Oracle: pinocchio's ``crba`` and ``rnea`` on the reduced system. With ``K`` the DoF of known
 acceleration and ``U`` the others, ``M_UU q̈_U = τ_U − rnea(q, q̇, q̈⁰)_U`` with ``q̈⁰`` the known
 accelerations and zeros elsewhere, then ``τ_K = rnea(q, q̇, q̈)_K``. Random splits on iCub, Talos

@@ -144,29 +144,8 @@ def _split_system(lay: SystemLayout, known: np.ndarray, y_at: np.ndarray):
     ``τ`` of the unknown DoF) and N. ``y_at``: the offsets in ``rsrc`` of τ, q̈, f^x, ⁰X_w a_w."""
     m = lay.model
     y_tau, y_ddq, y_fx, y_g0 = (int(o) for o in y_at)
-    trip = list(lay.triplets[:len(lay.triplets)])
-    trip = [t for t in trip if t[0] < lay.m_hard]                 # the Newton–Euler rows only
-    rhs = [t for t in lay.rhs if t[0] < lay.m_hard]
+    trip, rhs, qcol, tcol, n, rows = _newton_euler(lay, y_fx, y_g0)
     pivots = [(c, r) for r, c in enumerate(lay.row_pivot[:lay.m_hard]) if c >= 0]
-    qcol, tcol = np.zeros(m.nv, np.int64), np.zeros(m.nv, np.int64)
-    for i in range(m.NB):
-        if m.joint_dofs[i] == 1:
-            j = m.body_joint_names[i]
-            qcol[m.v_idx[i]], tcol[m.v_idx[i]] = lay.col("qdd", j), lay.col("tau", j)
-    n, rows = lay.n, lay.m_hard
-    if m.floating_base:                                          # q̈_0 and τ_0 (6 each), rows (3a_0)
-        a0, f0 = lay.col("a", m.body_names[0]), lay._f_rows[0]
-        qcol[:6], tcol[:6] = n + np.arange(6), n + 6 + np.arange(6)
-        for a in range(6):                                       # a_0 − S_0 q̈_0 = ⁰X_w a_w   (c_0 = 0)
-            trip.append((rows + a, a0 + a, 0, 1.0))
-            rhs.append((rows + a, y_g0 + a, 1.0))
-            for k in np.flatnonzero(S_FREE[a]):                  # and −f_0 = −S_0 τ_0 in (3f_0)
-                trip.append((rows + a, int(qcol[k]), 0, -S_FREE[a, k]))
-                trip.append((f0 + a, int(tcol[k]), 0, -S_FREE[a, k]))
-        n, rows = n + 12, rows + 6
-    for i in range(m.NB):                                        # known f^x_i on the right of (3f_i) (eqs. 7–8)
-        for a in range(6):
-            rhs.append((lay._f_rows[i] + a, y_fx + 6 * i + a, 1.0))
     # substitute the known quantities (Nori's rows 7q̈ / 14τ): column → right-hand side
     given = np.full(n, -1, np.int64)
     given[qcol[known]] = y_ddq + np.flatnonzero(known)
@@ -185,6 +164,35 @@ def _split_system(lay: SystemLayout, known: np.ndarray, y_at: np.ndarray):
     out = sp.csr_matrix((np.ones(m.nv), (np.where(known, m.nv, 0) + np.arange(m.nv), new[ucol])),
                         shape=(2 * m.nv, N))
     return t, rhs, pivots, out, N
+
+
+def _newton_euler(lay: SystemLayout, y_fx: int, y_g0: int):
+    """The layout's Newton–Euler rows (3a), (3f), (3τ) with every ``q̈`` and ``τ`` a column, the
+    floating base's ``q̈_0``, ``τ_0`` and rows (3a_0) appended, and ``f^x`` on the right of (3f)
+    (eqs. 7–8). Returns ``(triplets, rhs, qcol, tcol, n_columns, n_rows)``, ``qcol``/``tcol`` the
+    columns of ``q̈``/``τ`` per DoF (pinocchio's velocity layout)."""
+    m = lay.model
+    trip = [t for t in lay.triplets if t[0] < lay.m_hard]          # no sensor row
+    rhs = [t for t in lay.rhs if t[0] < lay.m_hard]
+    qcol, tcol = np.zeros(m.nv, np.int64), np.zeros(m.nv, np.int64)
+    for i in np.flatnonzero(m.joint_dofs == 1):
+        j = m.body_joint_names[i]
+        qcol[m.v_idx[i]], tcol[m.v_idx[i]] = lay.col("qdd", j), lay.col("tau", j)
+    n, rows = lay.n, lay.m_hard
+    f_rows = lay._f_rows                                           # body → its first (3f) row
+    if m.floating_base:
+        a0 = lay.col("a", m.body_names[0])
+        qcol[:6], tcol[:6] = n + np.arange(6), n + 6 + np.arange(6)
+        for a in range(6):                                         # (3a_0): a_0 − S_0 q̈_0 = ⁰X_w a_w  (c_0 = 0)
+            trip.append((rows + a, a0 + a, 0, 1.0))
+            rhs.append((rows + a, y_g0 + a, 1.0))
+            for k in np.flatnonzero(S_FREE[a]):                    # and −f_0 = −S_0 τ_0 in (3f_0)
+                trip.append((rows + a, int(qcol[k]), 0, -S_FREE[a, k]))
+                trip.append((f_rows[0] + a, int(tcol[k]), 0, -S_FREE[a, k]))
+        n, rows = n + 12, rows + 6
+    for i in range(m.NB):
+        rhs.extend((f_rows[i] + a, y_fx + 6 * i + a, 1.0) for a in range(6))
+    return trip, rhs, qcol, tcol, n, rows
 
 
 def _vector(x, n: int, name: str) -> np.ndarray:
