@@ -174,3 +174,18 @@ def test_bad_splits_and_inputs_are_refused_by_name():
     q[0] = np.nan
     with pytest.raises(FloatingPointError, match="an input is not finite"):
         hd.compute(q, np.zeros(m.nv))
+
+
+def test_kept_fixed_joints_are_carried():
+    """Bodies behind kept fixed joints (0 DoF: a joint wrench, no torque, no acceleration) take part
+    in the split as in the reference's system (Talos' sensor frames kept, floating base)."""
+    from rbd_estimator import RobotModel
+    kept = ("imu_joint", "rgbd_joint", "rgbd_optical_joint")
+    m = RobotModel.from_urdf(urdf_xml("talos"), floating_base=True, keep_fixed=kept)
+    assert m.NB == pair("talos", True).model.NB + len(kept)
+    rng = np.random.default_rng(9)
+    known = rng.random(m.nv) < 0.5
+    q, v, ddq, tau = m.random_configuration(rng), *rng.normal(size=(3, m.nv))
+    got = HybridDynamics(m, known).compute(q, v, tau, ddq)
+    ref = hybrid_dynamics(m, q, v, tau, ddq, known)
+    assert rel_err(got[0], ref[0]) <= TOL and rel_err(got[1], ref[1]) <= TOL
