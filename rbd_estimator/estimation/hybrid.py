@@ -179,7 +179,6 @@ def _newton_euler(lay: SystemLayout, y_fx: int, y_g0: int):
         j = m.body_joint_names[i]
         qcol[m.v_idx[i]], tcol[m.v_idx[i]] = lay.col("qdd", j), lay.col("tau", j)
     n, rows = lay.n, lay.m_hard
-    f_rows = lay._f_rows                                           # body → its first (3f) row
     if m.floating_base:
         a0 = lay.col("a", m.body_names[0])
         qcol[:6], tcol[:6] = n + np.arange(6), n + 6 + np.arange(6)
@@ -188,10 +187,10 @@ def _newton_euler(lay: SystemLayout, y_fx: int, y_g0: int):
             rhs.append((rows + a, y_g0 + a, 1.0))
             for k in np.flatnonzero(S_FREE[a]):                    # and −f_0 = −S_0 τ_0 in (3f_0)
                 trip.append((rows + a, int(qcol[k]), 0, -S_FREE[a, k]))
-                trip.append((f_rows[0] + a, int(tcol[k]), 0, -S_FREE[a, k]))
+                trip.append((lay.newton_euler_row(0) + a, int(tcol[k]), 0, -S_FREE[a, k]))
         n, rows = n + 12, rows + 6
     for i in range(m.NB):
-        rhs.extend((f_rows[i] + a, y_fx + 6 * i + a, 1.0) for a in range(6))
+        rhs.extend((lay.newton_euler_row(i) + a, y_fx + 6 * i + a, 1.0) for a in range(6))
     return trip, rhs, qcol, tcol, n, rows
 
 

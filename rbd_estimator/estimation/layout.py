@@ -195,6 +195,10 @@ class SystemLayout:
         self.row_pivot.extend([pivot + k if pivot >= 0 else -1 for k in range(len(labels))])
         return r0
 
+    def newton_euler_row(self, body: int) -> int:
+        """The first of the six rows of body ``body``'s Newton–Euler equation (3f) (its order: ``[n; f]``)."""
+        return self._f_rows[body]
+
     # ------------------------------------------------------------------ hard rows: eqs. (3a), (3f), (3τ)
     def _hard_rows(self):
         m = self.model
