@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..schema import parameter
-from .base import JOINT_EFFORT, Sensor, register
+from .base import JOINT_EFFORT, Sensor, drift_parameter, register
 
 
 @register
@@ -19,6 +19,7 @@ class JointTorque(Sensor):
     deviation is ``joint_torque.<joint>.stddev``, by default the top-level ``joint_torque_stddev``."""
     stddev: float = parameter("standard deviation (N·m, N for a prismatic joint); when not given: "
                               "`joint_torque_stddev`", 0.1, gt=0.0)
+    offset_drift: float = drift_parameter("N·m")
 
     LIST: ClassVar[str] = "joint_torque_sensors"
     LIST_DESCRIPTION: ClassVar[str] = "actuated joints with a torque sensor (the `effort` of `joint_torque_topic`)"
@@ -33,6 +34,12 @@ class JointTorque(Sensor):
 
     def labels(self) -> tuple[str, ...]:
         return (self.name,)
+
+    def drift_rates(self) -> np.ndarray:
+        return np.array([self.offset_drift])
+
+    def entry_stddevs(self) -> np.ndarray:
+        return np.array([self.stddev])
 
     def rows(self, w) -> None:
         if self.name not in w.model.joint_names:
