@@ -14,16 +14,21 @@ measurement space the unknowns cannot explain; the contact prior makes it ``I �
 ``C`` is the part of each offset that the residual sees: its **observability**. A contact wrench
 that only this sensor measures explains its offset exactly: that offset's column of ``C`` is zero.
 
-The Kalman update in information form (``Cᵀ Q⁺ C = Cᵀ C``, ``Cᵀ Q⁺ e = Cᵀ e``):
+Only the observable subspace is updated. With ``D = diag(σ_j)`` (each entry's noise) and the
+singular value decomposition ``C D = U Σ Vᵀ``, the first ``k`` right singular vectors (``Σ_kk`` above
+:data:`OBSERVABLE`, relative to a whitened unit offset) span the offset directions the residual
+sees, ``z = V_kᵀ D⁻¹ o``; the others, ``w``, are the directions the other sensors do not determine
+(a contact wrench that only this sensor measures explains its offset exactly: ``C`` is zero there,
+up to the contact prior's ``σ²/σ_p² ≈ 1e-13`` and rounding, which the threshold removes). The
+update is a Schmidt–Kalman ("consider") update: with ``e = U_k Σ_k z + ν``,
 
-    ``P⁺ = (P⁻¹ + Cᵀ C)⁻¹ = (I + P Cᵀ C)⁻¹ P``,    ``ô⁺ = ô + P⁺ Cᵀ e``.
+    ``A = (I + P_zz Σ_k²)⁻¹``,  ``P_zz⁺ = A P_zz``,  ``P_zw⁺ = A P_zw``,  ``P_ww⁺ = P_ww``,
+    ``z⁺ = z + P_zz⁺ Σ_k U_kᵀ e``,  ``w⁺ = w``
 
-So ``ô`` moves only along ``P⁺ range(Cᵀ)``: an offset component ``v`` with ``C v = 0`` (the other
-sensors do not determine it) gets no information, keeps its prior variance plus the drift's, and
-does not move as long as its prior is not correlated with observed directions (a prior that starts
-diagonal stays block-diagonal for an offset that is never observable). ``C`` is truncated to its
-singular directions above :data:`OBSERVABLE` (relative to a whitened unit offset), so that the
-contact prior's ``σ²/σ_p² ≈ 1e-13`` leak and rounding give exactly no information either.
+(the optimal gain for ``z``, zero gain for ``w``; ``A = P_zz⁺ P_zz⁻¹`` is the information form of
+``I − K H``). So an offset moves only in the directions the other sensors determine at this tick,
+and an unobservable direction keeps its prior variance plus the drift's: a real contact wrench is
+never absorbed into an offset, even when earlier ticks correlated the two.
 
 ``C`` comes from the estimator's linearity in ``y`` (for a given state and contact subset): one
 estimate per tracked entry with that entry moved by its standard deviation. It depends on the pose
@@ -46,41 +51,71 @@ OBSERVABLE = 1e-6
 
 
 @njit
-def kalman_update(P, o, C, e, m, qdt, S, M, g):
+def kalman_update(P, o, sigma, Vt, k, sv, U, e, m, qdt, R, T, g):
     """One predict + update of the offsets ``o`` and their covariance ``P`` (n × n) from the
-    residual ``e[:m]`` with observability ``C[:m]`` (m × n) (module docstring); ``qdt``: the random
-    walk's variance over the tick; ``S``, ``M`` (n × n), ``g`` (n) work space. Allocates nothing."""
+    residual ``e[:m]``, restricted to the observable subspace (a Schmidt–Kalman update: module
+    docstring). In the coordinates ``z = Vt D⁻¹ o`` (``D = diag(sigma)``; ``Vt`` orthogonal, its
+    first ``k`` rows the observable directions, ``C D = U_k diag(sv) Vt[:k]``):
+    ``A = (I + P_zz Σ²)⁻¹``, ``P_zz ← A P_zz``, ``P_zw ← A P_zw``, ``P_ww`` unchanged,
+    ``z ← z + P_zz Σ U_kᵀ e``; the unobservable ``w`` neither move nor lose variance.
+    ``qdt``: the random walk's variance over the tick; ``R``, ``T`` (n × n), ``g`` (n) work space.
+    Allocates nothing."""
     n = o.shape[0]
     for j in range(n):                                   # predict: P += diag(ρ² Δt)
         P[j, j] += qdt[j]
-    for j in range(n):                                   # S = Cᵀ C, g = Cᵀ e
+    if k == 0:
+        return
+    for a in range(n):                                   # T = Vt D⁻¹ P D⁻¹ (rows: z then w)
+        for b in range(n):
+            s = 0.0
+            for i in range(n):
+                s += Vt[a, i] * P[i, b] / sigma[i]
+            T[a, b] = s / sigma[b]
+    for a in range(n):                                   # R = T Vtᵀ: the covariance of (z, w)
+        for b in range(n):
+            s = 0.0
+            for i in range(n):
+                s += T[a, i] * Vt[b, i]
+            R[a, b] = s
+    for a in range(k):                                   # g_z = Σ U_kᵀ e
         s = 0.0
         for i in range(m):
-            s += C[i, j] * e[i]
-        g[j] = s
-        for k in range(j + 1):
-            s = 0.0
-            for i in range(m):
-                s += C[i, j] * C[i, k]
-            S[j, k] = s
-            S[k, j] = s
-    for j in range(n):                                   # M = I + P S
-        for k in range(n):
-            s = 1.0 if j == k else 0.0
-            for i in range(n):
-                s += P[j, i] * S[i, k]
-            M[j, k] = s
-    _solve_in_place(M, P)                                # P ← (I + P S)⁻¹ P
-    for j in range(n):                                   # symmetric (rounding)
-        for k in range(j):
-            s = 0.5 * (P[j, k] + P[k, j])
-            P[j, k] = s
-            P[k, j] = s
-    for j in range(n):                                   # ô += P⁺ Cᵀ e
+            s += U[i, a] * e[i]
+        g[a] = sv[a] * s
+    for a in range(k):                                   # T[:k, :k] = I + P_zz Σ²
+        for b in range(k):
+            T[a, b] = (1.0 if a == b else 0.0) + R[a, b] * sv[b] * sv[b]
+    _solve_in_place(T[:k, :k], R[:k, :])                 # [P_zz P_zw] ← A [P_zz P_zw]
+    for a in range(k, n):                                # P_wz = P_zwᵀ
+        for b in range(k):
+            R[a, b] = R[b, a]
+    for a in range(k):                                   # P_zz symmetric (rounding)
+        for b in range(a):
+            s = 0.5 * (R[a, b] + R[b, a])
+            R[a, b] = s
+            R[b, a] = s
+    for a in range(k):                                   # Δz = P_zz⁺ g_z
         s = 0.0
-        for k in range(n):
-            s += P[j, k] * g[k]
-        o[j] += s
+        for b in range(k):
+            s += R[a, b] * g[b]
+        T[a, 0] = s
+    for i in range(n):                                   # o += D Vt[:k]ᵀ Δz
+        s = 0.0
+        for a in range(k):
+            s += Vt[a, i] * T[a, 0]
+        o[i] += sigma[i] * s
+    for a in range(n):                                   # P = D Vtᵀ R Vt D
+        for b in range(n):
+            s = 0.0
+            for i in range(n):
+                s += R[a, i] * Vt[i, b]
+            T[a, b] = s
+    for a in range(n):
+        for b in range(n):
+            s = 0.0
+            for i in range(n):
+                s += Vt[i, a] * T[i, b]
+            P[a, b] = sigma[a] * s * sigma[b]
 
 
 @njit
@@ -119,7 +154,7 @@ def _solve_in_place(M, B):
 class _View:
     """The tracked entries in one estimator's measurement vector: positions (-1: the sensor is not
     in its set), the corrected vector, and the observability of its last contact subset."""
-    __slots__ = ("pos", "yc", "C", "U", "m", "key")
+    __slots__ = ("pos", "yc", "Vt", "sv", "U", "k", "m", "key")
 
     def __init__(self, est, names, entries, n):
         meas = est.measurements
@@ -127,9 +162,9 @@ class _View:
         self.pos = np.array([meas.slice(nm).start + k if nm in present else -1 for nm, k in zip(names, entries)],
                             dtype=np.int64)
         self.yc = np.zeros(meas.size)
-        self.C = np.zeros((0, n))
-        self.U = np.zeros((0, 0))
-        self.m, self.key = 0, None
+        self.Vt, self.sv, self.U = np.eye(n), np.zeros(n), np.zeros((0, 0))
+        self.k = self.m = 0
+        self.key = None
 
 
 class OffsetTracker:
@@ -171,10 +206,11 @@ class OffsetTracker:
         self.period = float(period)
         self.updates = self.refreshes = 0
         self._since = np.inf
-        self._S, self._M, self._g, self._qdt = np.zeros((n, n)), np.zeros((n, n)), np.zeros(n), np.zeros(n)
+        self._R, self._T, self._g, self._qdt = np.zeros((n, n)), np.zeros((n, n)), np.zeros(n), np.zeros(n)
         self._dt = None
         self._views: dict = {}
-        self.last = None                   # the view of the last estimate (for :meth:`explained`)
+        self.last = None                   # the view of the last observability or update
+        self.current = None                # the tick's estimate (the one :meth:`explained` explains)
 
     def _vector(self, given, config, what) -> np.ndarray:
         out = np.zeros(self.n)
@@ -213,7 +249,7 @@ class OffsetTracker:
         estimate (made with the offsets before the update, as a causal filter publishes)."""
         yc = self.corrected(est, y)
         self.observe(est, q, dq, ddq, contacts, dt)
-        r = est.estimate(q, dq, ddq, y=yc, contacts=contacts)
+        r = self.current = est.estimate(q, dq, ddq, y=yc, contacts=contacts)
         self.update(est, r, dt)
         return r
 
@@ -238,10 +274,11 @@ class OffsetTracker:
             yc[p] -= s                                   # ô_j + σ_j
             C[:, j] = (r0 - est.estimate(q, dq, ddq, y=yc, contacts=contacts).residual) / s
             yc[p] += s
-        u, sv, vt = np.linalg.svd(C * self.sigma, full_matrices=False)
-        k = int(np.sum(sv > OBSERVABLE))
-        v.U = np.ascontiguousarray(u[:, :k])
-        v.C = np.ascontiguousarray((u[:, :k] * sv[:k]) @ vt[:k] / self.sigma) if k else np.zeros((r0.size, self.n))
+        u, sv, vt = np.linalg.svd(C * self.sigma, full_matrices=True)
+        v.k = k = int(np.sum(sv > OBSERVABLE))
+        v.U, v.Vt = np.ascontiguousarray(u[:, :k]), np.ascontiguousarray(vt)
+        v.sv[:] = 0.0
+        v.sv[:k] = sv[:k]
         v.m = r0.size
         self.refreshes += 1
         self.last = v
@@ -251,23 +288,31 @@ class OffsetTracker:
         readings (:meth:`corrected`) in the subset of the last :meth:`observe`."""
         v = self.view(est)
         self.last = v
+        e = r.residual
+        if e is None or v.m == 0 or e.shape[0] != v.m:
+            self.predict(dt)
+            return
+        kalman_update(self.P, self.offsets, self.sigma, v.Vt, v.k, v.sv, v.U, e, v.m, self._drift_variance(dt),
+                      self._R, self._T, self._g)
+        self.updates += 1
+
+    def predict(self, dt: float) -> None:
+        """The random walk over ``dt`` seconds without a measurement: ``P += diag(ρ² Δt)``."""
+        _predict(self.P, self._drift_variance(dt))
+
+    def _drift_variance(self, dt: float) -> np.ndarray:
         if dt != self._dt:
             self._dt = dt
             np.multiply(self.drift, self.drift * dt, out=self._qdt)
-        e = r.residual
-        if e is None or v.m == 0 or e.shape[0] != v.m:
-            _predict(self.P, self._qdt)
-            return
-        kalman_update(self.P, self.offsets, v.C, e, v.m, self._qdt, self._S, self._M, self._g)
-        self.updates += 1
+        return self._qdt
 
     def explained(self, r) -> tuple[float, int]:
         """``(χ², dof)`` of the estimate ``r`` with the tracked offsets' observable directions
         explained (``|e|² − |U_kᵀ e|²``, ``dof − k``), when ``r`` is the last tick's; else ``r``'s own."""
         v, e = self.last, r.residual
-        if v is None or e is None or e.shape[0] != v.m or v.U.shape[1] == 0:
+        if r is not self.current or v is None or e is None or e.shape[0] != v.m or v.k == 0:
             return r.chi2, r.dof
-        return _explained_chi2(e, v.U), r.dof - v.U.shape[1]
+        return _explained_chi2(e, v.U), r.dof - v.k
 
     # ------------------------------------------------------------------ results
     @property
