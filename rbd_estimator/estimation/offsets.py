@@ -154,9 +154,10 @@ def _solve_in_place(M, B):
 class _View:
     """The tracked entries in one estimator's measurement vector: positions (-1: the sensor is not
     in its set), the corrected vector, and the observability of its last contact subset."""
-    __slots__ = ("pos", "yc", "Vt", "sv", "U", "k", "m", "key")
+    __slots__ = ("est", "pos", "yc", "Vt", "sv", "U", "k", "m", "key")
 
     def __init__(self, est, names, entries, n):
+        self.est = est
         meas = est.measurements
         present = {s.name for s in est.config.sensors}
         self.pos = np.array([meas.slice(nm).start + k if nm in present else -1 for nm, k in zip(names, entries)],
@@ -230,7 +231,7 @@ class OffsetTracker:
     def view(self, est) -> _View:
         """The tracked entries' places in ``est``'s measurement vector (made once per estimator)."""
         v = self._views.get(id(est))
-        if v is None:
+        if v is None or v.est is not est:
             v = self._views[id(est)] = _View(est, self.names, self.entries, self.n)
         return v
 
