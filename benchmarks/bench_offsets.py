@@ -94,7 +94,8 @@ def main() -> None:
         grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
         tracemalloc.stop()
         print(f"{name:9s} {tr.n:7d} {t_pin:8.2f} {t_est:7.2f} µs {t_est / t_pin:5.2f} × {t_med:8.2f} µs "
-              f"{t_med / t_pin:5.2f} × {t_mean:8.2f} µs {t_mean / t_pin:5.2f} × {t_obs:7.1f} µs {t_obs / t_pin:5.1f} × "
+              f"{t_med / t_pin:5.2f} × {t_mean:8.2f} µs {t_mean / t_pin:5.2f} × {t_obs:7.1f} µs "
+              f"{t_obs / t_pin:5.1f} × "
               f"{grown:16d}")
 
 

@@ -6,7 +6,8 @@ PD-tracked joints, the gait's swing legs, its readings from ``synthetic.measure`
 10 N/min ramp — and must be tracked within 1 N after 10 s of gait; torques with tracking within
 1.2 × the offset-free estimate's RMS error. With no offset, 5 min standing (1 kHz, 300,000 ticks)
 and 5 min walking (25 Hz, 7,500 ticks: the gait's reference motion prescribed, no integration —
-the simulator's PD servo needs 500 Hz and costs 2.3 ms a step; the prescribed states cost 7 ms a tick) leave the tracked offsets
+the simulator's PD servo needs 500 Hz and costs 2.3 ms a step; the prescribed states cost 7 ms a
+tick) leave the tracked offsets
 within three posterior standard deviations. A sensor alone in seeing a contact wrench keeps its
 offset and its prior variance. Figures print with ``-s``.
 """
@@ -335,7 +336,8 @@ def test_five_minutes_walking_leave_no_false_drift(humanoid):
             worst = max(worst, float(np.max(np.abs(tr.offsets) / np.sqrt(tr.variance))))
     sd = np.sqrt(tr.variance)
     z = np.abs(tr.offsets) / sd
-    print(f"\nwalking 5 min at 25 Hz: tracked offsets at the end ≤ {np.abs(tr.offsets[[0, 1, 2, 6, 7, 8]]).max():.3f} N, "
+    forces = [0, 1, 2, 6, 7, 8]
+    print(f"\nwalking 5 min at 25 Hz: tracked offsets at the end ≤ {np.abs(tr.offsets[forces]).max():.3f} N, "
           f"{np.abs(tr.offsets[[3, 4, 5, 9, 10, 11]]).max():.4f} N·m; posterior σ ≤ {sd[:3].max():.3f} N, "
           f"{sd[3:6].max():.4f} N·m; |offset|/σ ≤ {z.max():.2f} at the end, ≤ {worst:.2f} every 10 s; "
           f"{tr.refreshes} observability updates")

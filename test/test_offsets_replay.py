@@ -92,7 +92,8 @@ def test_the_replay_tracks_offsets_as_the_library_and_the_fault_monitor_explains
     faults = rep.core.faults
     diag = rep.session.diagnostics(0)[2]
     print(f"\nreplay, 20 N step on tracked l_leg_ft_sensor fz: {faults.alarms} alarms, {faults.exclusions} exclusions; "
-          f"error {abs(track[-1]):.3f} N at the end ({(800 - STEP_AT) / 1000:g} s after the step); replay vs library ≤ {worst:.2e} N")
+          f"error {abs(track[-1]):.3f} N at the end ({(n - STEP_AT) / 1000:g} s after the step); "
+          f"replay vs library ≤ {worst:.2e} N")
     assert faults.exclusions == 0 and faults.alarms == 0
     assert abs(track[-1]) < 0.5
     assert worst <= 1e-9
@@ -144,7 +145,8 @@ def test_the_node_publishes_the_tracked_offsets_as_the_replay(icub_walk):
 
         def on_offsets(m):
             names[:] = list(m.name)
-            got[m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec] = (np.array(m.position), np.array(m.effort))
+            t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+            got[t] = (np.array(m.position), np.array(m.effort))
         n.client.create_subscription(JointState, "/rbd_estimator/sensor_offsets", on_offsets, qos)
         time.sleep(0.5)
         for k, step in enumerate(steps):
@@ -211,7 +213,8 @@ def test_real_recording_offsets_of_the_foot_force_sum(tmp_path):
     faults = rep.core.faults
     print(f"\niCub recording, foot-force offsets tracked: sum of the tracked offsets {tracked[still].mean():.2f} N "
           f"(still phase, 0.5–1.4 s), {tracked.mean():.2f} N (whole recording, mean), {tracked[-1]:.2f} N (end); "
-          f"logged sum − m·9.81: {figures[9.81][0]:.2f} / {figures[9.81][1]:.2f} N, − m·9.785 (the accelerometer's "
+          f"logged sum − m·9.81: {figures[9.81][0]:.2f} / {figures[9.81][1]:.2f} N, "
+          f"− m·9.785 (the accelerometer's "
           f"g): {figures[9.785][0]:.2f} / {figures[9.785][1]:.2f} N; still-phase gap ≤ {gap:.2f} N; "
           f"fault monitor: {faults.alarms} alarms")
     assert faults.alarms == 0
