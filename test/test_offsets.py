@@ -343,3 +343,24 @@ def test_five_minutes_walking_leave_no_false_drift(humanoid):
           f"{tr.refreshes} observability updates")
     assert z.max() < 3.0
     assert worst < 4.5
+
+
+def test_a_non_finite_reading_leaves_the_offsets_unchanged(humanoid):
+    """A NaN in a reading is refused by the estimate (ValueError naming the entry, before any
+    update): the tracked offsets and their variances are unchanged, and the next good tick updates
+    them again."""
+    xml, cfg = humanoid
+    cfg = with_drift(cfg, ("l_foot_ft_sensor",))
+    est = estimator_for(xml, cfg)
+    q, v, a, r = _standing(est)
+    y = est.measurements.fill(imu=r.imu, ft=r.ft).copy()
+    tr = OffsetTracker(cfg)
+    tr.estimate(est, q[7:], v[6:], a[6:], y, 1e-3)
+    bad = y.copy()
+    bad[est.measurements.slice("l_leg_ft_sensor").start] = np.nan
+    o, P, updates = tr.offsets.copy(), tr.variance.copy(), tr.updates
+    with pytest.raises(ValueError, match="l_leg_ft_sensor fx"):
+        tr.estimate(est, q[7:], v[6:], a[6:], bad, 1e-3)
+    assert np.array_equal(tr.offsets, o) and np.array_equal(tr.variance, P) and tr.updates == updates
+    tr.estimate(est, q[7:], v[6:], a[6:], y, 1e-3)
+    assert tr.updates == updates + 1 and np.isfinite(tr.offsets).all() and tr.last.m > 0

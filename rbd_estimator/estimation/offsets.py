@@ -263,10 +263,10 @@ class OffsetTracker:
         self._since += dt
         if v.key == key and self.last is v and self._since < self.period:
             return
-        self._since, v.key = 0.0, key
+        self._since, v.key, v.m = 0.0, None, 0           # no update from this view until it is made
         yc, r0 = v.yc, est.estimate(q, dq, ddq, y=v.yc, contacts=contacts).residual
-        if r0 is None:
-            v.m = 0
+        if r0 is None:                                   # no redundancy in this subset: nothing observable
+            v.key = key
             return
         r0 = r0.copy()
         C = np.zeros((r0.size, self.n))
@@ -275,12 +275,15 @@ class OffsetTracker:
             yc[p] -= s                                   # ô_j + σ_j
             C[:, j] = (r0 - est.estimate(q, dq, ddq, y=yc, contacts=contacts).residual) / s
             yc[p] += s
+        if not np.isfinite(C).all():                     # a state the estimator cannot linearise: the next period
+            v.key = key
+            return
         u, sv, vt = np.linalg.svd(C * self.sigma, full_matrices=True)
         v.k = k = int(np.sum(sv > OBSERVABLE))
         v.U, v.Vt = np.ascontiguousarray(u[:, :k]), np.ascontiguousarray(vt)
         v.sv[:] = 0.0
         v.sv[:k] = sv[:k]
-        v.m = r0.size
+        v.m, v.key = r0.size, key
         self.refreshes += 1
         self.last = v
 
@@ -290,7 +293,7 @@ class OffsetTracker:
         v = self.view(est)
         self.last = v
         e = r.residual
-        if e is None or v.m == 0 or e.shape[0] != v.m:
+        if e is None or v.m == 0 or e.shape[0] != v.m or not np.isfinite(r.chi2):
             self.predict(dt)
             return
         kalman_update(self.P, self.offsets, self.sigma, v.Vt, v.k, v.sv, v.U, e, v.m, self._drift_variance(dt),
