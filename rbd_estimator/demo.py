@@ -82,6 +82,7 @@ class Recording:
     ft_names: tuple
     q: np.ndarray = None              # (steps, n) joint positions (published, with noise)
     dq: np.ndarray = None             # (steps, n) joint velocities (published)
+    ddq: np.ndarray = None            # (steps, n) true joint accelerations (the library's input in tests)
     imu: list = field(default_factory=list)      # (orientation xyzw, gyro, accelerometer) per step
     ft: np.ndarray = None             # (steps, n_ft, 6)
     tau: np.ndarray = None            # (steps, n) true joint torques
@@ -219,7 +220,7 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
     soles = est.contact_frames
     rec = Recording(dt=dt, joint_names=est.joint_names, contact_names=est.contact_names,
                     contact_frames=soles, ft_names=est.ft_names)
-    rec.q, rec.dq, rec.tau = np.zeros((steps, n)), np.zeros((steps, n)), np.zeros((steps, n))
+    rec.q, rec.dq, rec.ddq, rec.tau = (np.zeros((steps, n)) for _ in range(4))
     rec.ft = np.zeros((steps, len(est.ft_names), 6))
     rec.wrenches = np.zeros((steps, len(soles), 6))
     rec.active = np.zeros((steps, len(soles)), dtype=bool)
@@ -257,6 +258,7 @@ def simulate(xml: str, config, duration: float, rate: float, noise: float, seed:
         ft[:, 3:] += noise * NOISE["torque"] * rng.normal(size=(len(ft), 3))
         rec.ft[k] = ft
         rec.tau[k] = tau
+        rec.ddq[k] = a[jv]
         rec.wrenches[k] = W
         rec.active[k] = active
         # semi-implicit Euler; the base integrates its body velocity on SE(3) to first order

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..estimation import SensorConfig
 from ..runtime.input_core import CDR_ERROR
+from ..runtime.offsets import OFFSETS_TOPIC
 from ..runtime.session import FAULTS_TOPIC, VARIANCE_TOPIC, Session
 
 
@@ -95,10 +96,11 @@ class Replayer:
         self._sensor_slots = {r(i.topic): s.inputs.slot_index(i.key[1]) for i in self.handlers.values()
                               if i.key[0] == "sensor"}          # topic → input slot (read by the compiled loop)
         # the output connections after the inputs': joint torques, contact wrenches, their uncertainty
-        # (covariance: true), contact state (switchable)
+        # (covariance: true), contact state (switchable), faults, tracked offsets (docs/offsets.md)
         variance = [VARIANCE_TOPIC] if s.variance_encoder is not None else []
         outputs = (["~/joint_torques", *s.wrench_topics] + variance + s.covariance_topics
-                   + ["~/contact_state"] * s.contacts.switchable + [FAULTS_TOPIC])
+                   + ["~/contact_state"] * s.contacts.switchable + [FAULTS_TOPIC]
+                   + [OFFSETS_TOPIC] * (s.offsets_encoder is not None))
         self._output_index = {o: k for k, o in enumerate(outputs)}
         self.torque_topic = r("~/joint_torques")
         self.wrench_topics = [r(t) for t in s.wrench_topics]
@@ -215,8 +217,10 @@ class Replayer:
         return undecodable
 
     def _batch_ok(self) -> bool:
-        """Whether the compiled loop applies: ticks on joint states, no joint torques in them, fixed contacts."""
-        return self.tick_on_js and not self.session.jt_from_js and not self.contacts.switchable
+        """Whether the compiled loop applies: ticks on joint states, no joint torques in them, fixed contacts,
+        no tracked offsets (their filter runs in :class:`~rbd_estimator.runtime.tick.TickCore`)."""
+        return (self.tick_on_js and not self.session.jt_from_js and not self.contacts.switchable
+                and self.core.offsets is None)
 
     def _main_ok(self) -> bool:
         """The tick state is "all sensors fresh, main plan in use": what :func:`~rbd_estimator.runtime.batch.run`

@@ -223,6 +223,16 @@ class ContactStateEncoder(MessageTemplate):
         super().__init__(JOINT_STATE, _joint_state(names, frame_id, ("position", "velocity", "effort")), (n, n, n))
 
 
+class OffsetsEncoder(MessageTemplate):
+    """``sensor_msgs/JointState`` with fixed names (the tracked sensor entries), per tick the offsets
+    in ``position`` and their variances in ``effort`` (``~/sensor_offsets``, docs/offsets.md):
+    ``encode(sec, nanosec, offsets, variances)``."""
+
+    def __init__(self, names, frame_id: str = ""):
+        n = len(names)
+        super().__init__(JOINT_STATE, _joint_state(names, frame_id, ("position", "effort")), (n, n))
+
+
 class WrenchStampedEncoder(MessageTemplate):
     """``geometry_msgs/WrenchStamped`` with a fixed frame id: ``encode(sec, nanosec, w)``,
     ``w = [fx, fy, fz, tx, ty, tz]`` (force and torque are contiguous in CDR: one block of 6)."""

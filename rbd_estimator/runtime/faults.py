@@ -56,6 +56,7 @@ class FaultMonitor:
         self.alarms = self.unexplained = self.exclusions = self.returns = 0
         self._limits: dict[int, float] = {}
         self._turn = 0
+        self.explain = None        # r → (χ², dof) with the tracked offsets explained (the session sets it)
 
     def limit(self, dof: int) -> float:
         """``χ²_dof⁻¹(1 − α)``: the statistic above which the residual is declared inconsistent."""
@@ -64,9 +65,15 @@ class FaultMonitor:
             x = self._limits[dof] = float(_chi2.isf(self.alpha, dof))
         return x
 
+    def statistic(self, r) -> tuple[float, int]:
+        """``(χ², dof)`` of the estimate ``r``: its own, or with the tracked offsets explained
+        (:meth:`~rbd_estimator.estimation.offsets.OffsetTracker.explained`) when tracking is on."""
+        return (r.chi2, r.dof) if self.explain is None else self.explain(r)
+
     def consistent(self, r) -> bool:
         """Whether an estimate passes the test (an estimate without redundancy cannot fail it)."""
-        return r.dof <= 0 or r.chi2 <= self.limit(r.dof)
+        chi2, dof = self.statistic(r)
+        return dof <= 0 or chi2 <= self.limit(dof)
 
     def restart(self) -> None:
         """The inputs start again (activation): no test for the start delay."""
@@ -93,18 +100,19 @@ class FaultMonitor:
         if now - self.started < self.start_delay_ns or self.consistent(r):
             return plan, r
         self.alarms += 1
+        chi2, dof = self.statistic(r)
         found = self._isolate(core, inputs, plans, plan, mask)
         if found is None:
             self.unexplained += 1
-            self.on_event(1, f"inconsistent sensors (χ² {r.chi2:.3g} > {self.limit(r.dof):.3g}, {r.dof} degrees of "
+            self.on_event(1, f"inconsistent sensors (χ² {chi2:.3g} > {self.limit(dof):.3g}, {dof} degrees of "
                              f"freedom) and no single sensor explains it: nothing published this tick")
             return None
         name, plan2, r2 = found
         inputs.exclude(name)
-        self.flagged[name] = Flagged(now, r.chi2, self.limit(r.dof))
+        self.flagged[name] = Flagged(now, chi2, self.limit(dof))
         self.exclusions += 1
-        self.on_event(1, f"FAULT: {name} is inconsistent with the other sensors (χ² {r.chi2:.3g} > "
-                         f"{self.limit(r.dof):.3g}, {r.dof} degrees of freedom; without it {r2.chi2:.3g}): excluded, "
+        self.on_event(1, f"FAULT: {name} is inconsistent with the other sensors (χ² {chi2:.3g} > "
+                         f"{self.limit(dof):.3g}, {dof} degrees of freedom; without it {r2.chi2:.3g}): excluded, "
                          f"estimating without it until it is consistent for {self.recovery_ns / 1e9:g} s")
         return plan2, r2
 
@@ -115,7 +123,7 @@ class FaultMonitor:
         if p is None:
             return None
         try:
-            return p, estimate_with(p, inputs, mask)
+            return p, estimate_with(p, inputs, mask, core.offsets)
         except Exception:  # noqa: BLE001 - a candidate that cannot estimate is not the answer
             return None
 

@@ -41,6 +41,7 @@ from .params import NodeSettings
 from .plans import PlanSet, gil_yielding, without
 from .stats import RollingStats
 from .faults import FaultMonitor
+from . import offsets
 from .tick import TickCore
 from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
 
@@ -177,6 +178,7 @@ class Session:
         self.core = TickCore(self._on_missing_changed, lambda plans, missing: self.run_job(partial(plans.prepare, missing)),
                              self._on_estimate_failure, self._on_subset_changed)
         self._faults_shown = ()               # the excluded sensors last emitted on ~/sensor_faults
+        self.offsets_encoder, self._offsets_key = None, None
         self._sync_faults()
         self.latency = RollingStats(4096)
         self.condition = RollingStats(4096)   # the ticks' condition estimates (Estimate.condition)
@@ -252,6 +254,8 @@ class Session:
             out.append(Output(VARIANCE_TOPIC, cdr.JOINT_STATE))
         if covariance:
             out += [Output(f"~/contact_wrenches/{c}/covariance", cdr.FLOAT64_MULTI_ARRAY) for c in est.contact_names]
+        if offsets.tracks(est.config):
+            out.append(Output(offsets.OFFSETS_TOPIC, cdr.JOINT_STATE))
         return out + [Output(FAULTS_TOPIC, cdr.STRING)]
 
     def check(self, config, settings) -> bool:
@@ -326,6 +330,7 @@ class Session:
             if core.faults is not None:
                 core.faults.reset(self.inputs)
             core.faults = None
+            self._sync_offsets()
             return
         if core.faults is None or core.faults.alpha != s.fault_false_alarm_rate:
             flagged = core.faults.flagged if core.faults is not None else {}
@@ -335,6 +340,18 @@ class Session:
         core.faults.start_delay_ns = int(round(s.fault_start_delay * 1e9))
         for name in core.faults.flagged:
             self.inputs.exclude(name)
+        self._sync_offsets()
+
+    def _sync_offsets(self) -> None:
+        """The offset tracker of the set in use (:mod:`.offsets`: state kept across reconfigurations),
+        and the fault monitor's χ² with the tracked offsets explained."""
+        core, key = self.core, (id(self.config), getattr(self.settings, "ft_offsets", ()))
+        if key != getattr(self, "_offsets_key", None):
+            self._offsets_key = key
+            core.offsets = offsets.tracker_for(self.config, self.settings, core.offsets)
+            self.offsets_encoder = offsets.encoder_for(core.offsets)
+        if core.faults is not None:
+            core.faults.explain = core.offsets.explained if core.offsets is not None else None
 
     # ------------------------------------------------------------------ input handlers
     def on_joint_state(self, raw, now: int) -> int:
@@ -404,6 +421,9 @@ class Session:
             for topic, enc, C in zip(self.covariance_topics, self.covariance_encoders,
                                      r.contact_covariance if self.covariance_encoders else ()):
                 emit(topic, now, enc.encode(sec, nsec, C.reshape(36)))
+            if self.offsets_encoder is not None:
+                tr = self.core.offsets
+                emit(offsets.OFFSETS_TOPIC, now, self.offsets_encoder.encode(sec, nsec, tr.offsets, tr.variance))
         n = self.settings.oracle_every_n
         if self.oracle is not None and n and self.core.outputs % n == 0:
             self._cross_check(plan, r)
@@ -542,6 +562,8 @@ class Session:
             message += f"; oracle residual {self.oracle_residual:.3g} N·m above tolerance {tol:g}"
         if self.core.faults is not None:
             values.update(self.core.faults.summary())
+        if self.core.offsets is not None:
+            values.update(offsets.diagnostics(self.core.offsets))
         cond = self.condition.summary()
         last = self.condition.last()
         values.update(condition_last=last, condition_min=cond["min"], condition_warn_below=self.settings.condition_warn_below)

@@ -29,7 +29,7 @@ class TickCore:
 
     __slots__ = ("ticks", "outputs", "no_output", "estimate_failures", "nonfinite_outputs", "last_missing",
                  "plan_in_use", "on_missing_changed", "request_plan", "on_estimate_failure", "on_subset_changed",
-                 "last_subset", "ill_posed_subset_ticks", "_joining", "last_result", "faults")
+                 "last_subset", "ill_posed_subset_ticks", "_joining", "last_result", "faults", "offsets", "_stamp")
 
     def __init__(self, on_missing_changed=None, request_plan=None, on_estimate_failure=None, on_subset_changed=None):
         """``on_subset_changed(label, reason)``: the contact subset changed (``reason``: why it has
@@ -39,6 +39,8 @@ class TickCore:
         self.on_estimate_failure = on_estimate_failure
         self.on_subset_changed = on_subset_changed
         self.faults = None               # a FaultMonitor (runtime/faults.py) screening every estimate, or None
+        self.offsets = None              # an OffsetTracker (estimation/offsets.py) of the tracked offsets, or None
+        self._stamp = None               # the last tick's joint-state stamp (ns): the tracker's Δt
         self._joining: dict = {}
         self.reset_counters()
 
@@ -90,8 +92,14 @@ class TickCore:
         if mask is not None and self._subset_unavailable(plan, contacts, mask):
             return None
         self.plan_in_use = plan
+        tracker, dt = self.offsets, self._dt(inputs)
         try:
-            r = estimate_with(plan, inputs, mask)
+            if tracker is not None:           # the observability of this plan and subset (before the estimate)
+                tracker.corrected(plan.estimator, plan.measurement(inputs))
+                tracker.observe(plan.estimator, inputs.q, inputs.dq, inputs.ddq, mask, dt)
+            r = estimate_with(plan, inputs, mask, tracker)
+            if tracker is not None:
+                tracker.current = r
         except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
             self.estimate_failures += 1
             self.no_output += 1
@@ -103,16 +111,31 @@ class TickCore:
             self.nonfinite_outputs += 1
             self.no_output += 1
             return None
+        first = plan
         if self.faults is not None:          # the χ² test; a faulty sensor's estimate is replaced or dropped
             screened = self.faults.screen(self, inputs, plans, plan, r, now, mask)
             if screened is None:
                 self.no_output += 1
+                if tracker is not None:
+                    tracker.predict(dt)
                 return None
             plan, r = screened
             self.plan_in_use = plan
+        if tracker is not None:              # the offsets' update from the published estimate's residual
+            if plan is first:
+                tracker.update(plan.estimator, r, dt)
+            else:
+                tracker.predict(dt)
         self.outputs += 1
         self.last_result = r
         return plan, r
+
+    def _dt(self, inputs) -> float:
+        """Seconds of data time since the last tick (the joint states' stamps; 0 at the first)."""
+        stamp = inputs.joint_states.stamp_ns
+        dt = 0.0 if self._stamp is None else max(0.0, (stamp - self._stamp) * 1e-9)
+        self._stamp = stamp
+        return dt
 
     def plan_for(self, plans, missing: frozenset):
         """``(plan, None)`` for the sensors ``missing``, or ``(None, reason)`` (``reason`` None while
@@ -140,9 +163,14 @@ class TickCore:
         return False
 
 
-def estimate_with(plan, inputs, mask):
-    """The estimate of ``plan`` from the latest samples of ``inputs`` (``mask``: the contact subset)."""
-    return plan.estimator.estimate(inputs.q, inputs.dq, inputs.ddq, y=plan.measurement(inputs), contacts=mask)
+def estimate_with(plan, inputs, mask, offsets=None):
+    """The estimate of ``plan`` from the latest samples of ``inputs`` (``mask``: the contact subset),
+    with the tracked ``offsets`` (an :class:`~rbd_estimator.estimation.offsets.OffsetTracker`)
+    subtracted from the readings."""
+    y = plan.measurement(inputs)
+    if offsets is not None:
+        y = offsets.corrected(plan.estimator, y)
+    return plan.estimator.estimate(inputs.q, inputs.dq, inputs.ddq, y=y, contacts=mask)
 
 
 def _finite(a) -> bool:

@@ -139,10 +139,26 @@ class Sensor(ABC):
         sensor when it does not fit. Default: ``size`` numbers."""
         vector_into(value, out, self.name)
 
+    def drift_rates(self) -> np.ndarray:
+        """The random-walk rate of each entry's offset (the slice's units per √s,
+        docs/offsets.md): 0 for an entry whose offset is not tracked. Default: none tracked."""
+        return np.zeros(self.size)
+
+    def entry_stddevs(self) -> np.ndarray:
+        """The noise standard deviation of each entry of the slice (its units), the scale of a
+        tracked offset's initial uncertainty. Default: 1."""
+        return np.ones(self.size)
+
     def contact_normal_force(self, contact: str):
         """``(coefficients, offset)`` such that the normal force (N, along the contact frame's z)
         of ``contact`` is ``coefficients · slice`` when this sensor measures it directly, or None."""
         return None
+
+
+def drift_parameter(units: str):
+    """The field ``offset_drift`` of a kind whose offsets can be tracked (docs/offsets.md)."""
+    return parameter(f"random-walk rate of the reading's offset ({units}/√s): > 0 tracks the offset online from the "
+                     f"other sensors (docs/offsets.md); 0: not tracked", 0.0, ge=0.0)
 
 
 def timeout_parameter(default: float = 0.05):

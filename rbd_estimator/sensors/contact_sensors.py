@@ -11,13 +11,20 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..schema import parameter
-from .base import ARRAY_MESSAGE, Sensor, register, timeout_parameter
+from .base import ARRAY_MESSAGE, Sensor, drift_parameter, register, timeout_parameter
 
 _FZ, _NX, _NY = 5, 0, 1           # Featherstone indices of fz, nx, ny in [n; f]
 
 
 class _ContactSensor(Sensor):
-    """A sensor under the contact ``contact`` (a field of every subclass)."""
+    """A sensor under the contact ``contact`` (fields of every subclass: ``contact``, ``stddev``,
+    ``offset_drift``)."""
+
+    def drift_rates(self) -> np.ndarray:
+        return np.full(self.size, self.offset_drift)
+
+    def entry_stddevs(self) -> np.ndarray:
+        return np.full(self.size, self.stddev)
 
     def on_contact(self, w) -> tuple:
         """``(ContactConfig, column of h_c, B_c)`` of the sensor's contact."""
@@ -41,6 +48,7 @@ class _ForceComponents(_ContactSensor):
     topic: str = parameter("input topic of the node (std_msgs/Float64MultiArray, one element per measured "
                            "component); empty: `<group>/<name>`, relative to the node's namespace", "")
     stddev: float = parameter("standard deviation of each measured component (N)", 2.0, gt=0.0)
+    offset_drift: float = drift_parameter("N")
     timeout: float = timeout_parameter()
 
     COMPONENTS: ClassVar[tuple] = ()
@@ -81,6 +89,7 @@ class LoadCells(_ContactSensor):
     topic: str = parameter("input topic of the node (std_msgs/Float64MultiArray, one force per cell in "
                            "`positions_x` order); empty: `load_cells/<name>`, relative to the node's namespace", "")
     stddev: float = parameter("standard deviation of each cell's force (N)", 1.0, gt=0.0)
+    offset_drift: float = drift_parameter("N")
     timeout: float = timeout_parameter()
 
     LIST: ClassVar[str] = "load_cells"

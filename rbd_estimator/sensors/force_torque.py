@@ -47,12 +47,23 @@ class ForceTorque(WrenchReading):
                                        "URDF's, else `child_to_parent`", "", choices=("",) + FT_DIRECTIONS)
     force_stddev: float = parameter("standard deviation of each force axis (N)", 1.0, gt=0.0)
     torque_stddev: float = parameter("standard deviation of each torque axis (N·m)", 0.05, gt=0.0)
+    force_offset_drift: float = parameter("random-walk rate of each force axis' offset (N/√s): > 0 tracks the "
+                                          "offsets online from the other sensors (docs/offsets.md); 0: not tracked",
+                                          0.0, ge=0.0)
+    torque_offset_drift: float = parameter("random-walk rate of each torque axis' offset (N·m/√s), as "
+                                           "`force_offset_drift`", 0.0, ge=0.0)
     timeout: float = timeout_parameter()
 
     LIST: ClassVar[str] = "ft_sensors"
     LIST_DESCRIPTION: ClassVar[str] = "six-axis force-torque sensors: URDF sensor names, gazebo names or joints"
     GROUP: ClassVar[str] = "ft"
     KEYWORD: ClassVar[str] = "ft"
+
+    def drift_rates(self) -> np.ndarray:
+        return np.array([self.force_offset_drift] * 3 + [self.torque_offset_drift] * 3)
+
+    def entry_stddevs(self) -> np.ndarray:
+        return np.array([self.force_stddev] * 3 + [self.torque_stddev] * 3)
 
     def bind(self, model):
         """The model's :class:`~rbd_estimator.model.robot_model.FTSensor`: from the URDF, or

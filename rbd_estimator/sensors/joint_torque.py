@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..schema import parameter
-from .base import JOINT_EFFORT, Sensor, register
+from .base import JOINT_EFFORT, Sensor, drift_parameter, register
 
 
 @register
@@ -34,6 +34,7 @@ class JointTorque(Sensor):
                                         "(MuJoCo's `damping`)", 0.0, ge=0.0)
     armature: float = parameter("I_a (kg·m²): the rotor's inertia reflected to the joint (N² × rotor inertia), "
                                 "I_a·q̈ subtracted (MuJoCo's `armature`)", 0.0, ge=0.0)
+    offset_drift: float = drift_parameter("units of the reading")
 
     LIST: ClassVar[str] = "joint_torque_sensors"
     LIST_DESCRIPTION: ClassVar[str] = "actuated joints with a torque sensor (the `effort` of `joint_torque_topic`)"
@@ -64,6 +65,13 @@ class JointTorque(Sensor):
         motor = tau + self.coulomb_friction * np.tanh(dq / self.friction_velocity) + self.viscous_friction * dq \
             + self.armature * ddq
         return motor / self.scale
+
+    def drift_rates(self) -> np.ndarray:
+        return np.array([self.offset_drift])
+
+    def entry_stddevs(self) -> np.ndarray:
+        """The reading's noise (``stddev`` is the motor torque's: divided by ``k_t N``)."""
+        return np.array([self.stddev / self.scale])
 
     def rows(self, w) -> None:
         """``τ_j / σ = k_t N y' / σ``, ``y'`` the reading less friction and armature
