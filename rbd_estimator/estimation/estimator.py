@@ -20,7 +20,7 @@ from ..model.forward_kinematics import K_WRP, KinematicTree
 from ..model.robot_model import RobotModel
 from . import kinematics as kin
 from . import structured
-from .config import SensorConfig
+from .config import SensorConfig, nominal_positions
 from .layout import SystemLayout
 from .plan import PlanReport, check_well_posed, costs_of, plan_static_lu, random_states
 from .checks import first_non_finite
@@ -165,6 +165,7 @@ class Estimator(EstimatorInterface):
             raise ConfigError("a floating-base estimate needs an IMU (parameter 'imu.frame'): it gives the base's "
                               "angular velocity and acceleration")
         self.model, self.config = model, config
+        self._nominal_q = nominal_positions(config, model.joint_names)    # nominal_pose's joints checked first
         self._layout = lay = SystemLayout(model, config)
         self._init_kinematics()
         rng = np.random.default_rng(seed)
@@ -185,7 +186,8 @@ class Estimator(EstimatorInterface):
 
     def nominal_check(self) -> tuple[str, ...]:
         """The contact components (``'l_foot tz'``) whose posterior standard deviation at the
-        nominal stance — all joints at zero, at rest, the IMU frame level — is above 10 % of the
+        nominal stance — the joints at the model's neutral (zero) but those of ``nominal_pose``, at
+        rest, the IMU frame level — is above 10 % of the
         prior's: the sensors do not determine them there, the prior does (a finite estimate with a
         large variance, docs/probabilistic_model.md). Empty without the covariance (``covariance:
         false``); planning warns about each (``ConditioningWarning``)."""
@@ -197,7 +199,7 @@ class Estimator(EstimatorInterface):
             y[self._imu_y + 3] = 1.0                           # identity orientation [x, y, z, w]
         z = np.zeros(nj)
         try:
-            r = self.estimate(z, z, z, y=y)
+            r = self.estimate(self._nominal_q, z, z, y=y)
         except (FloatingPointError, ValueError) as exc:   # noqa: PERF203 - plan time
             weak = (f"the nominal stance is singular ({exc})",)
         else:
@@ -207,10 +209,15 @@ class Estimator(EstimatorInterface):
                          if sd[i, k] > 0.1 * prior)
         self.data.pivot_fallbacks = 0                      # a plan-time estimate: not a tick's
         if weak:
-            warnings.warn(f"rbd_estimator: at the nominal stance (joints at zero) the sensors do not determine "
+            warnings.warn(f"rbd_estimator: at the nominal stance ({self.nominal_stance()}) the sensors do not determine "
                           f"{', '.join(weak)}: the estimate there is the prior's, with its variance",
                           ConditioningWarning, stacklevel=3)
         return weak
+
+    def nominal_stance(self) -> str:
+        """The nominal stance in words: ``joints at zero`` or ``nominal_pose``'s joints, others at zero."""
+        given = [f"{n} = {v:g}" for n, v in self.config.nominal_pose]
+        return f"{', '.join(given)}, other joints at zero" if given else "joints at zero"
 
     def _tree_problem(self) -> structured.TreeProblem:
         """What the structured solver is built from (its docstring), with the hooks into this
