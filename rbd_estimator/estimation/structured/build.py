@@ -355,7 +355,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  WV0=NOBS, WK=6 * NX, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NX, WNHH=NX * NX, WBA=6,
                  WBH=NX, WH=NX, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=(MSC + NX) * (NX + 1) + NX + 1, WU=max(NOBS, 6 * NX), WT=nj * NX, WZ=NCOV * NX,
-                 WS0=6 * NB, WF0=6 * NB)
+                 WS0=6 * NB, WF0=6 * NB, WKT=6 * NX)
     wk = Packer(np.float64)
     w_off = {name: wk.reserve(size) for name, size in sizes.items()}
     w = wk.array()

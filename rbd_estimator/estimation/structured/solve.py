@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .layout import (H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NX, H_WA00, H_WBA, H_WBH,
-    H_PRI, H_WD, H_WH, H_WJ, H_WK, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0, _u, njit)
+    H_PRI, H_WD, H_WH, H_WJ, H_WK, H_WKT, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0, _u, njit)
 
 @njit
 def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
@@ -118,26 +118,35 @@ def _normal_equations(ip, fp, w):
             w[_u(bh + j)] += hj * s
     if not floating:
         return
-    # U = N_ah + ½ N_aa P (6 × NX); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a
-    U = ip[H_WU]
+    # U = N_ah + ½ N_aa P (6 × NX); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a, over Pᵀ's rows (``WKT``, kept for
+    # the covariance's torque rows) and U's: contiguous in the column l
+    U, Kt = ip[H_WU], ip[H_WKT]
+    for j in range(NX):
+        for k in range(6):
+            w[_u(Kt + NX * k + j)] = w[_u(w_K + 6 * j + k)]
     for k in range(6):
         for j in range(NX):
             s = w[_u(Nah + NX * k + j)]
             t = 0.0
             for m in range(6):
                 nkm = w[_u(Naa + 6 * k + m)] if m <= k else w[_u(Naa + 6 * m + k)]
-                t += nkm * w[_u(w_K + 6 * j + m)]
+                t += nkm * w[_u(Kt + NX * m + j)]
             w[_u(U + NX * k + j)] = s + 0.5 * t
     for j in range(NX):
+        p0, p1, p2 = w[_u(w_K + 6 * j)], w[_u(w_K + 6 * j + 1)], w[_u(w_K + 6 * j + 2)]
+        p3, p4, p5 = w[_u(w_K + 6 * j + 3)], w[_u(w_K + 6 * j + 4)], w[_u(w_K + 6 * j + 5)]
+        u0, u1, u2 = w[_u(U + j)], w[_u(U + NX + j)], w[_u(U + 2 * NX + j)]
+        u3, u4, u5 = w[_u(U + 3 * NX + j)], w[_u(U + 4 * NX + j)], w[_u(U + 5 * NX + j)]
+        nj = Nhh + NX * j
         for l in range(j + 1):
-            s = 0.0
-            for m in range(6):
-                s += w[_u(w_K + 6 * j + m)] * w[_u(U + NX * m + l)] + w[_u(U + NX * m + j)] * w[_u(w_K + 6 * l + m)]
-            w[_u(Nhh + NX * j + l)] += s
-        s = 0.0
-        for m in range(6):
-            s += w[_u(w_K + 6 * j + m)] * w[_u(ba + m)]
-        w[_u(bh + j)] += s
+            w[_u(nj + l)] += (((p0 * w[_u(U + l)] + u0 * w[_u(Kt + l)])
+                               + (p1 * w[_u(U + NX + l)] + u1 * w[_u(Kt + NX + l)]))
+                              + ((p2 * w[_u(U + 2 * NX + l)] + u2 * w[_u(Kt + 2 * NX + l)])
+                                 + (p3 * w[_u(U + 3 * NX + l)] + u3 * w[_u(Kt + 3 * NX + l)]))
+                              + ((p4 * w[_u(U + 4 * NX + l)] + u4 * w[_u(Kt + 4 * NX + l)])
+                                 + (p5 * w[_u(U + 5 * NX + l)] + u5 * w[_u(Kt + 5 * NX + l)])))
+        w[_u(bh + j)] += (((p0 * w[_u(ba)] + p1 * w[_u(ba + 1)]) + (p2 * w[_u(ba + 2)] + p3 * w[_u(ba + 3)]))
+                          + (p4 * w[_u(ba + 4)] + p5 * w[_u(ba + 5)]))
 
 
 @njit
@@ -173,21 +182,35 @@ def _cholesky_solve(N, no, n, b, bo, x, xo):
         return 1.0
     worst = 1.0
     for j in range(n):
-        njj = N[_u(no + n * j + j)]
+        rj = no + n * j
+        njj = N[_u(rj + j)]
         s = njj
         for k in range(j):
-            s -= N[_u(no + n * j + k)] * N[_u(no + n * j + k)]
+            s -= N[_u(rj + k)] * N[_u(rj + k)]
         if not (s > 0.0):
             return 0.0
         if s < worst * njj:
             worst = s / njj
         r = 1.0 / np.sqrt(s)
-        N[_u(no + n * j + j)] = r                 # the diagonal keeps 1 / L_jj: no division below
-        for i in range(j + 1, n):
-            s = N[_u(no + n * i + j)]
+        N[_u(rj + j)] = r                         # the diagonal keeps 1 / L_jj: no division below
+        i = j + 1
+        while i + 4 <= n:                         # four rows at a time: L_jk loaded once for them
+            r0, r1, r2, r3 = no + n * i, no + n * (i + 1), no + n * (i + 2), no + n * (i + 3)
+            s0, s1, s2, s3 = N[_u(r0 + j)], N[_u(r1 + j)], N[_u(r2 + j)], N[_u(r3 + j)]
             for k in range(j):
-                s -= N[_u(no + n * i + k)] * N[_u(no + n * j + k)]
-            N[_u(no + n * i + j)] = s * r
+                lk = N[_u(rj + k)]
+                s0 -= N[_u(r0 + k)] * lk
+                s1 -= N[_u(r1 + k)] * lk
+                s2 -= N[_u(r2 + k)] * lk
+                s3 -= N[_u(r3 + k)] * lk
+            N[_u(r0 + j)], N[_u(r1 + j)], N[_u(r2 + j)], N[_u(r3 + j)] = s0 * r, s1 * r, s2 * r, s3 * r
+            i += 4
+        for i in range(i, n):
+            ri = no + n * i
+            s = N[_u(ri + j)]
+            for k in range(j):
+                s -= N[_u(ri + k)] * N[_u(rj + k)]
+            N[_u(ri + j)] = s * r
     for j in range(n):
         s = b[_u(bo + j)]
         for k in range(j):
