@@ -266,6 +266,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     anc = [[j for j in m.supports([i]) if j != i and tsel[j] >= 0] for i in range(NB)]   # joints above i
     dsc = [[j for j in range(NB) if tsel[j] >= 0 and below(j, i)] for i in range(NB)]     # i's subtree's joints
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
+    seg = np.zeros((NOBS, 2, 2), np.int64)               # per observation: its h span and its δ span
     for key, o, n, sx in observed:
         grp += [_OBS_A if key[0] == "a" else (_OBS_F if sx < 0 else _OBS_FP), key[1], o, sx]
         lo, hi = NX, 0
@@ -274,21 +275,27 @@ def _build(est: TreeProblem) -> StructuredSolver:
                 if below(int(cbody[ci]), key[1]):
                     pairs.append((o, ci, key[1], sx))
                     lo, hi = min(lo, choff[ci]), max(hi, choff[ci] + ck[ci])
+        if hi > lo:
+            seg[o:o + n, 0] = lo, hi
         if msa:                                           # the δ of the joints that move or load it
             b = key[1]
             moving = anc[b] + ([b] if key[0] == "a" and tsel[b] >= 0 else []) + (dsc[b] if key[0] == "f" else [])
             if moving:
-                lo = min(lo, NH + min(int(tsel[j]) for j in moving))
-                hi = max(hi, NH + max(int(tsel[j]) for j in moving) + 1)
+                dlo, dhi = NH + min(int(tsel[j]) for j in moving), NH + max(int(tsel[j]) for j in moving) + 1
+                seg[o:o + n, 1] = dlo, dhi
+                lo, hi = min(lo, dlo), max(hi, dhi)
         if hi > lo:
             olo[o:o + n], ohi[o:o + n] = lo, hi
     olo[obs_h:], ohi[obs_h:] = np.arange(NH), np.arange(NH) + 1
-    clo, chi = np.zeros(MSC, np.int64), np.zeros(MSC, np.int64)
+    seg[obs_h:, 0, 0], seg[obs_h:, 0, 1] = np.arange(NH), np.arange(NH) + 1
+    # each LS row's two column ranges, [lo_h, hi_h) in h and [lo_δ, hi_δ) in δ (empty: lo = hi)
+    clo, chi = np.zeros(2 * MSC, np.int64), np.zeros(2 * MSC, np.int64)
     for r in range(MSC):
         cols = np.flatnonzero(Gc[r])
-        spans = [(olo[c], ohi[c]) for c in cols if ohi[c] > olo[c]]
-        if spans:
-            clo[r], chi[r] = min(a for a, _ in spans), max(b for _, b in spans)
+        for part in range(2):
+            spans = [tuple(seg[c, part]) for c in cols if seg[c, part, 1] > seg[c, part, 0]]
+            if spans:
+                clo[2 * r + part], chi[2 * r + part] = min(a for a, _ in spans), max(b for _, b in spans)
 
     # ---- outputs: out = O sel with sel = [τ (joint order), h, f of kept bodies]; the residual after
     O = lay.out_map.tocoo()

@@ -60,7 +60,8 @@ def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
 @njit
 def _normal_equations(ip, fp, w):
     """Rows ``[j_a | j_h]`` and right-hand sides ``r − G v⁰ − j_a a⁰⁰`` of the (compressed) sensor
-    rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's h range;
+    rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's two column
+    ranges (its contacts' ``h``, its joints' ``δ``: another limb's columns in between are skipped);
     then the reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in
     ``N_hh``, ``b_h``; lower triangle)."""
     floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
@@ -80,14 +81,17 @@ def _normal_equations(ip, fp, w):
         w[_u(ba + k)] = 0.0
     for k in range(NX):
         w[_u(bh + k)] = 0.0
-    for r in range(MSC):
-        lo, hi = ip[_u(i_clo + r)], ip[_u(i_chi + r)]
+    for r in range(MSC):                   # a row's columns: [lo_h, hi_h) in h, then [lo_δ, hi_δ) in δ
+        lo0, hi0 = ip[_u(i_clo + 2 * r)], ip[_u(i_chi + 2 * r)]
+        lo1, hi1 = ip[_u(i_clo + 2 * r + 1)], ip[_u(i_chi + 2 * r + 1)]
         jr = w_J + r * NZ
         if floating:
             for k in range(6):
                 w[_u(jr + k)] = 0.0
-        for j in range(lo, hi):
-            w[_u(jr + za + j)] = 0.0
+        for part in range(2):
+            lo, hi = (lo0, hi0) if part == 0 else (lo1, hi1)
+            for j in range(lo, hi):
+                w[_u(jr + za + j)] = 0.0
         s = 0.0
         for pq in range(ip[_u(i_CRp + r)], ip[_u(i_CRp + r + 1)]):
             s += fp[_u(f_CRx + pq)] * w[_u(w_ms + ip[_u(i_CRi + pq)])]
@@ -99,23 +103,32 @@ def _normal_equations(ip, fp, w):
             if floating:
                 for k in range(6):
                     w[_u(jr + k)] += g * w[_u(do + k)]
-            for j in range(lo, hi):
-                w[_u(jr + za + j)] += g * w[_u(do + za + j)]
+            for part in range(2):
+                lo, hi = (lo0, hi0) if part == 0 else (lo1, hi1)
+                for j in range(lo, hi):
+                    w[_u(jr + za + j)] += g * w[_u(do + za + j)]
         if floating:                       # j_a's six entries: the loops below unroll
             s = _base_row(w, jr, w_a00, Naa, s)
             w[_u(w_rr + r)] = s
             for k in range(6):
                 ak = w[_u(jr + k)]
-                for j in range(lo, hi):
-                    w[_u(Nah + NX * k + j)] += ak * w[_u(jr + 6 + j)]
+                for part in range(2):
+                    lo, hi = (lo0, hi0) if part == 0 else (lo1, hi1)
+                    for j in range(lo, hi):
+                        w[_u(Nah + NX * k + j)] += ak * w[_u(jr + 6 + j)]
                 w[_u(ba + k)] += ak * s
         else:
             w[_u(w_rr + r)] = s
-        for j in range(lo, hi):
-            hj = w[_u(jr + za + j)]
-            for m in range(lo, j + 1):
-                w[_u(Nhh + NX * j + m)] += hj * w[_u(jr + za + m)]
-            w[_u(bh + j)] += hj * s
+        for part in range(2):              # N_hh += j jᵀ (lower triangle: m ≤ j over both ranges)
+            lo, hi = (lo0, hi0) if part == 0 else (lo1, hi1)
+            for j in range(lo, hi):
+                hj = w[_u(jr + za + j)]
+                for m in range(lo0, min(hi0, j + 1)):
+                    w[_u(Nhh + NX * j + m)] += hj * w[_u(jr + za + m)]
+                if part == 1:
+                    for m in range(lo1, j + 1):
+                        w[_u(Nhh + NX * j + m)] += hj * w[_u(jr + za + m)]
+                w[_u(bh + j)] += hj * s
     if not floating:
         return
     # U = N_ah + ½ N_aa P (6 × NX); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a, over Pᵀ's rows (``WKT``, kept for
