@@ -85,13 +85,14 @@ def _normal_equations(ip, fp, w):
         lo0, hi0 = ip[_u(i_clo + 2 * r)], ip[_u(i_chi + 2 * r)]
         lo1, hi1 = ip[_u(i_clo + 2 * r + 1)], ip[_u(i_chi + 2 * r + 1)]
         jr = w_J + r * NZ
+        jx = jr + za
         if floating:
             for k in range(6):
                 w[_u(jr + k)] = 0.0
-        for part in range(2):
-            lo, hi = (lo0, hi0) if part == 0 else (lo1, hi1)
-            for j in range(lo, hi):
-                w[_u(jr + za + j)] = 0.0
+        for j in range(lo0, hi0):
+            w[_u(jx + j)] = 0.0
+        for j in range(lo1, hi1):
+            w[_u(jx + j)] = 0.0
         s = 0.0
         for pq in range(ip[_u(i_CRp + r)], ip[_u(i_CRp + r + 1)]):
             s += fp[_u(f_CRx + pq)] * w[_u(w_ms + ip[_u(i_CRi + pq)])]
@@ -100,35 +101,41 @@ def _normal_equations(ip, fp, w):
             ob = ip[_u(i_Ci + pq)]
             s -= g * w[_u(w_v0 + ob)]
             do = w_D + ob * NZ
+            dx = do + za
             if floating:
                 for k in range(6):
                     w[_u(jr + k)] += g * w[_u(do + k)]
-            for part in range(2):
-                lo, hi = (lo0, hi0) if part == 0 else (lo1, hi1)
-                for j in range(lo, hi):
-                    w[_u(jr + za + j)] += g * w[_u(do + za + j)]
+            for j in range(lo0, hi0):
+                w[_u(jx + j)] += g * w[_u(dx + j)]
+            for j in range(lo1, hi1):
+                w[_u(jx + j)] += g * w[_u(dx + j)]
         if floating:                       # j_a's six entries: the loops below unroll
             s = _base_row(w, jr, w_a00, Naa, s)
             w[_u(w_rr + r)] = s
             for k in range(6):
                 ak = w[_u(jr + k)]
-                for part in range(2):
-                    lo, hi = (lo0, hi0) if part == 0 else (lo1, hi1)
-                    for j in range(lo, hi):
-                        w[_u(Nah + NX * k + j)] += ak * w[_u(jr + 6 + j)]
+                nk = Nah + NX * k
+                for j in range(lo0, hi0):
+                    w[_u(nk + j)] += ak * w[_u(jx + j)]
+                for j in range(lo1, hi1):
+                    w[_u(nk + j)] += ak * w[_u(jx + j)]
                 w[_u(ba + k)] += ak * s
         else:
             w[_u(w_rr + r)] = s
-        for part in range(2):              # N_hh += j jᵀ (lower triangle: m ≤ j over both ranges)
-            lo, hi = (lo0, hi0) if part == 0 else (lo1, hi1)
-            for j in range(lo, hi):
-                hj = w[_u(jr + za + j)]
-                for m in range(lo0, min(hi0, j + 1)):
-                    w[_u(Nhh + NX * j + m)] += hj * w[_u(jr + za + m)]
-                if part == 1:
-                    for m in range(lo1, j + 1):
-                        w[_u(Nhh + NX * j + m)] += hj * w[_u(jr + za + m)]
-                w[_u(bh + j)] += hj * s
+        for j in range(lo0, hi0):          # N_hh += j jᵀ (lower triangle)
+            hj = w[_u(jx + j)]
+            nj = Nhh + NX * j
+            for m in range(lo0, j + 1):
+                w[_u(nj + m)] += hj * w[_u(jx + m)]
+            w[_u(bh + j)] += hj * s
+        for j in range(lo1, hi1):
+            hj = w[_u(jx + j)]
+            nj = Nhh + NX * j
+            for m in range(lo0, hi0):
+                w[_u(nj + m)] += hj * w[_u(jx + m)]
+            for m in range(lo1, j + 1):
+                w[_u(nj + m)] += hj * w[_u(jx + m)]
+            w[_u(bh + j)] += hj * s
     if not floating:
         return
     # U = N_ah + ½ N_aa P (6 × NX); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a, over Pᵀ's rows (``WKT``, kept for
