@@ -178,11 +178,12 @@ class Estimator(EstimatorInterface):
         check_well_posed(lay, pattern.tocsr()[:measured], [A[:measured] for A in A_states[:2]])
         self._plan_factorisation(t)
         self._allocate()
-        self._plan_pivots_for_the_nominal_stance(t, seed)
         self._structured = None
         self._structured = structured.build(self._tree_problem(), solver)  # 'auto' | 'generic' | 'structured'
         if self._structured is not None:
             self._report = replace(self._report, solver="structured")
+        else:                                         # the generic tick runs every tick: its pivots must hold
+            self._plan_pivots_for_the_nominal_stance(t, seed)
         self.weak = self.nominal_check()
 
     def nominal_check(self) -> tuple[str, ...]:
@@ -246,7 +247,8 @@ class Estimator(EstimatorInterface):
         would then fall back to SuperLU (allocating). Then plan them at the nominal pose (random
         velocities) instead, and keep that plan if it holds there and at random states (a stance
         where the sensors leave a direction to the prior, the loadcell humanoid's, makes pivots
-        that are poor elsewhere: the random state's plan stays)."""
+        that are poor elsewhere: the random state's plan stays). Run for an estimator whose ticks
+        take the generic path only (the structured solver holds views of the plan's buffers)."""
         if self._static_pivots_hold_at(*self._nominal_inputs()):
             return
         rng = np.random.default_rng(seed + 1)
