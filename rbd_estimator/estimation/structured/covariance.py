@@ -12,12 +12,12 @@ coordinates; floating base only: ``a_0 = a⁰⁰ + P h``), ``⁰S_i = ⁰X_i S_i
 coordinates and ``Φ_i`` the columns of the contacts below ``i``. A contact wrench is a selection of
 ``h``. So an output row ``o = O sel`` has the row ``t_o = O T`` and the variance
 ``t_o N⁻¹ t_oᵀ = |L⁻¹ t_oᵀ|²`` — one forward substitution per output row, no inverse. With the
-joint accelerations measured the least squares is in ``x = (h, δ)`` and ``t_i`` has the ``δ`` part of
+joint accelerations measured the least squares is in ``x = (δ, h)`` and ``t_i`` has the ``δ`` part of
 :mod:`.accelerations`.
 """
 from __future__ import annotations
 
-from .layout import (H_ANCI, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_NB, H_NC, H_NH, H_NJ,
+from .layout import (H_ANCI, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_MSA, H_NB, H_NC, H_NH, H_NJ,
     H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WKT, H_WNHH, H_WPHI, H_WS0, H_WT, H_WZ, _u, njit)
 
 
@@ -54,8 +54,8 @@ def _torque_rows(ip, fp, w):
                     s += w[_u(s0 + k)] * w[_u(w_Phi + 6 * col + k)]
                 w[_u(row + col)] -= s
         if NX > NH:
-            _inertia_terms(ip, w, row + NH, s0, w_F, ip[H_DSCP] + i, ip[H_DSCI])     # j in i's subtree
-            _inertia_terms(ip, w, row + NH, F, w_s0, ip[H_ANCP] + i, ip[H_ANCI])     # j above i
+            _inertia_terms(ip, w, row, s0, w_F, ip[H_DSCP] + i, ip[H_DSCI])          # j in i's subtree
+            _inertia_terms(ip, w, row, F, w_s0, ip[H_ANCP] + i, ip[H_ANCI])          # j above i
 
 
 @njit(inline="always")
@@ -114,7 +114,7 @@ def covariance(ip, fp, w, cov):
 def _output_row(ip, fp, w, r):
     """``z_r = t_r = O_r T`` (the output's row over ``x``) in ``Z``; returns the index of its first
     nonzero (``t_r`` is zero before it: so is ``z_r``)."""
-    NJ, NH, NX = ip[H_NJ], ip[H_NH], ip[H_NX]
+    NJ, NH, NX, MSA = ip[H_NJ], ip[H_NH], ip[H_NX], ip[H_MSA]
     i_Op, i_Oi, f_Ox, w_T = ip[H_OP], ip[H_OI], ip[H_OX], ip[H_WT]
     z = ip[H_WZ] + r * NX
     for j in range(NX):
@@ -126,9 +126,9 @@ def _output_row(ip, fp, w, r):
             first = 0
             for j in range(NX):
                 w[_u(z + j)] += v * w[_u(w_T + sel * NX + j)]
-        elif sel < NJ + NH:
-            w[_u(z + sel - NJ)] += v
-            first = min(first, sel - NJ)
+        elif sel < NJ + NH:                    # h_k is x's column MSA + k, after the δ
+            w[_u(z + MSA + sel - NJ)] += v
+            first = min(first, MSA + sel - NJ)
     return first
 
 

@@ -1,4 +1,4 @@
-"""The least-squares problem in ``x = (h, δ)`` (Nori eq. 16 reduced; ``δ`` the joint accelerations'
+"""The least-squares problem in ``x = (δ, h)`` (Nori eq. 16 reduced; ``δ`` the joint accelerations'
 deviation from the measured ones when they are a measurement, else empty): block-wise normal equations
 ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P + Λ`` (``Λ`` the prior's diagonal information),
 Cholesky, and Householder QR when Cholesky is ill-conditioned. Either leaves the lower triangular
@@ -61,7 +61,7 @@ def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
 def _normal_equations(ip, fp, w):
     """Rows ``[j_a | j_h]`` and right-hand sides ``r − G v⁰ − j_a a⁰⁰`` of the (compressed) sensor
     rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's two column
-    ranges (its contacts' ``h``, its joints' ``δ``: another limb's columns in between are skipped);
+    ranges (its joints' ``δ``, its contacts' ``h``: another limb's columns in between are skipped);
     then the reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in
     ``N_hh``, ``b_h``; lower triangle)."""
     floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
@@ -81,7 +81,7 @@ def _normal_equations(ip, fp, w):
         w[_u(ba + k)] = 0.0
     for k in range(NX):
         w[_u(bh + k)] = 0.0
-    for r in range(MSC):                   # a row's columns: [lo_h, hi_h) in h, then [lo_δ, hi_δ) in δ
+    for r in range(MSC):                   # a row's columns: [lo_δ, hi_δ) in δ, then [lo_h, hi_h) in h
         lo0, hi0 = ip[_u(i_clo + 2 * r)], ip[_u(i_chi + 2 * r)]
         lo1, hi1 = ip[_u(i_clo + 2 * r + 1)], ip[_u(i_chi + 2 * r + 1)]
         jr = w_J + r * NZ
