@@ -332,7 +332,8 @@ def sensor_schema() -> Schema:
 
 def library_keys() -> set[str]:
     """Top-level names of the library's parameters: these, and every registered kind's."""
-    return set(LIBRARY) | {"contact", NOMINAL_POSE} | {k.LIST for k in KINDS.values()} | {k.GROUP for k in KINDS.values()}
+    return (set(LIBRARY) | {"contact", NOMINAL_POSE} | {k.LIST for k in KINDS.values()}
+            | {k.GROUP for k in KINDS.values()})
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -443,9 +444,9 @@ class _Parser:
             joint = key[len(NOMINAL_POSE) + 1:]
             if joint not in values:
                 close = difflib.get_close_matches(joint, listed, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
                 raise ConfigError(f"parameter '{key}': joint '{joint}' is not listed in '{NOMINAL_JOINTS}' "
-                                  f"({', '.join(listed) or 'empty'}" + (f"; did you mean '{close[0]}'?" if close else "")
-                                  + f"): add it to '{NOMINAL_JOINTS}' or remove '{key}'")
+                                  f"({', '.join(listed) or 'empty'}{hint}): add it to '{NOMINAL_JOINTS}' or remove '{key}'")
             values[joint] = NOMINAL_POSITION.value(key, value)
         return tuple(values.items())
 

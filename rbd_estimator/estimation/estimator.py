@@ -208,8 +208,8 @@ class Estimator(EstimatorInterface):
                          if sd[i, k] > 0.1 * prior)
         self.data.pivot_fallbacks = 0                      # a plan-time estimate: not a tick's
         if weak:
-            warnings.warn(f"rbd_estimator: at the nominal stance ({self.nominal_stance()}) the sensors do not determine "
-                          f"{', '.join(weak)}: the estimate there is the prior's, with its variance",
+            warnings.warn(f"rbd_estimator: at the nominal stance ({self.nominal_stance()}) the sensors do not "
+                          f"determine {', '.join(weak)}: the estimate there is the prior's, with its variance",
                           ConditioningWarning, stacklevel=3)
         return weak
 

@@ -290,7 +290,8 @@ def _build(est: TreeProblem) -> StructuredSolver:
             olo[o:o + n], ohi[o:o + n] = lo, hi
     olo[obs_h:], ohi[obs_h:] = msa + np.arange(NH), msa + np.arange(NH) + 1
     seg[obs_h:, 1, 0], seg[obs_h:, 1, 1] = msa + np.arange(NH), msa + np.arange(NH) + 1
-    # each LS row's two column ranges in x = (δ, h): [lo_δ, hi_δ) in δ, then [lo_h, hi_h) in h (empty: lo = hi)
+    # each LS row's two column ranges in x = (δ, h): [lo_δ, hi_δ) in δ, then [lo_h, hi_h) in h (empty: lo = hi;
+    # a row without δ has its h range first, so that the exact-acceleration rows run the first loops only)
     clo, chi = np.zeros(2 * MSC, np.int64), np.zeros(2 * MSC, np.int64)
     for r in range(MSC):
         cols = np.flatnonzero(Gc[r])
@@ -298,6 +299,8 @@ def _build(est: TreeProblem) -> StructuredSolver:
             spans = [tuple(seg[c, part]) for c in cols if seg[c, part, 1] > seg[c, part, 0]]
             if spans:
                 clo[2 * r + part], chi[2 * r + part] = min(a for a, _ in spans), max(b for _, b in spans)
+        if chi[2 * r] == clo[2 * r]:                      # no δ (exact accelerations): h is the first range
+            clo[2 * r:2 * r + 2], chi[2 * r:2 * r + 2] = (clo[2 * r + 1], 0), (chi[2 * r + 1], 0)
 
     # ---- outputs: out = O sel with sel = [τ (joint order), h, f of kept bodies]; the residual after
     O = lay.out_map.tocoo()
