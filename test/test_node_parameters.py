@@ -32,6 +32,7 @@ EXTRA = {
     "foot_force_sensors": ["l_fz"], "foot_force.l_fz.contact": "l_foot",
     "contact_force_sensors": ["r_f3"], "contact_force.r_f3.contact": "r_foot",
     "joint_torque_sensors": ["l_knee"], "joint_torque_stddev": 0.2,
+    "nominal_pose_joints": ["l_knee"], "nominal_pose.l_knee": 0.3,
     "external_wrenches": ["payload"], "external_wrench.payload.frame": "l_hand",
     "bodies": ["rotor"], "body.rotor.parent": "pelvis", "body.rotor.axis": [0.0, 1.0, 0.0],
     "loops": ["drive", "belt", "belt2", "bar", "diff"],
@@ -131,6 +132,8 @@ def test_every_parameter_in_the_docs_is_declared_with_type_and_description(ros, 
     assert described["loop.drive.gear_ratio"].type == ParameterType.PARAMETER_DOUBLE
     assert described["loop.diff.independent"].type == ParameterType.PARAMETER_STRING_ARRAY
     assert described["contact.l_foot.mode"].additional_constraints.startswith("one of `always`")
+    assert described["nominal_pose.l_knee"].type == ParameterType.PARAMETER_DOUBLE and p.get("nominal_pose.l_knee") == 0.3
+    assert "nominal stance" in described["nominal_pose_joints"].description
     # the other direction: nothing is declared that the docs do not describe
     every = [as_regex(x) for names in patterns.values() for x in names]
     undocumented = [n for n in declared if not n.startswith(ROS_PARAMETERS) and not any(r.match(n) for r in every)]

@@ -33,6 +33,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field, fields, replace
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..model.loops import LOOP_KEYS
 from ..schema import Field, Group, Schema, fields_of, parameter, read_fields
@@ -87,7 +89,8 @@ class SensorConfig:
     measurement vector ``y``: kinds in registry order, then as listed). ``node`` holds node-only
     parameters (topics, filter, timing); the library ignores it. ``joint_acceleration_stddev``,
     ``contact_prior_stddev`` and ``covariance``: the probabilistic model (:data:`LIBRARY`,
-    docs/probabilistic_model.md)."""
+    docs/probabilistic_model.md); ``nominal_pose``: ``((joint, position), ...)``, the joints of the
+    nominal stance that planning checks which are not at the model's neutral (zero)."""
     floating_base: bool = True
     contacts: tuple[ContactConfig, ...] = ()
     sensors: tuple[Sensor, ...] = ()
@@ -95,6 +98,7 @@ class SensorConfig:
     joint_acceleration_stddev: float = 0.0
     contact_prior_stddev: float = 1.0e4
     covariance: bool = True
+    nominal_pose: tuple = ()
 
     def __post_init__(self):
         # the measurement vector holds each kind's sensors together, kinds in registry order
@@ -219,7 +223,9 @@ class SensorConfig:
         """Flat, dotted ROS parameters that :meth:`from_parameters` reads back to this object."""
         out = {"floating_base": self.floating_base, "contacts": [c.name for c in self.contacts],
                "joint_acceleration_stddev": self.joint_acceleration_stddev,
-               "contact_prior_stddev": self.contact_prior_stddev, "covariance": self.covariance}
+               "contact_prior_stddev": self.contact_prior_stddev, "covariance": self.covariance,
+               NOMINAL_JOINTS: [n for n, _ in self.nominal_pose]}
+        out.update({f"{NOMINAL_POSE}.{n}": v for n, v in self.nominal_pose})
         for kind in KINDS.values():
             members = self.of_kind(kind)
             if not kind.SINGLE:
@@ -291,7 +297,14 @@ LIBRARY = {
                                   1.0e4, gt=0.0),
     "covariance": Field("bool", "compute the posterior covariance of the torques and contact wrenches every "
                         "tick (false: the mean alone)", True),
+    "nominal_pose_joints": Field("string_array", "joints of the nominal stance that are not at the model's neutral "
+                                 "(zero), each positioned by `nominal_pose.<joint>`; planning checks which contact "
+                                 "components the sensors leave to the prior at that stance "
+                                 "(docs/probabilistic_model.md)", ()),
 }
+#: The nominal stance's joint positions: ``nominal_pose.<joint>`` for every joint ``nominal_pose_joints`` lists
+NOMINAL_POSE, NOMINAL_JOINTS = "nominal_pose", "nominal_pose_joints"
+NOMINAL_POSITION = Field("double", "position (rad, m) of the joint in the nominal stance", 0.0)
 
 
 def sensor_schema() -> Schema:
@@ -302,6 +315,8 @@ def sensor_schema() -> Schema:
     entries = [("floating_base", LIBRARY["floating_base"]), ("contacts", LIBRARY["contacts"]),
                ("joint_acceleration_stddev", LIBRARY["joint_acceleration_stddev"]),
                ("contact_prior_stddev", LIBRARY["contact_prior_stddev"]), ("covariance", LIBRARY["covariance"]),
+               (NOMINAL_JOINTS, LIBRARY[NOMINAL_JOINTS]),
+               Group(NOMINAL_POSE, {"": NOMINAL_POSITION}, names=NOMINAL_JOINTS, placeholder="joint"),
                Group("contact", fields_of(ContactConfig), names="contacts")]
     for kind in KINDS.values():
         if kind.SINGLE:
@@ -317,7 +332,8 @@ def sensor_schema() -> Schema:
 
 def library_keys() -> set[str]:
     """Top-level names of the library's parameters: these, and every registered kind's."""
-    return set(LIBRARY) | {"contact"} | {k.LIST for k in KINDS.values()} | {k.GROUP for k in KINDS.values()}
+    return (set(LIBRARY) | {"contact", NOMINAL_POSE} | {k.LIST for k in KINDS.values()}
+            | {k.GROUP for k in KINDS.values()})
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -337,7 +353,7 @@ class _Parser:
     def check_top_level(self) -> None:
         """A dotted key under a list or scalar parameter (``contacts.FL.mode``) is unknown; with
         ``node_keys``, so is a top-level key that no one reads."""
-        groups = {k.GROUP for k in KINDS.values()} | {"contact"}
+        groups = {k.GROUP for k in KINDS.values()} | {"contact", NOMINAL_POSE}
         for key, value in self.flat.items():
             head, _, rest = key.partition(".")
             if head in self.top:
@@ -350,7 +366,7 @@ class _Parser:
     def valid_keys(self, key: str) -> list[str]:
         """Concrete keys that would be accepted, for the closest-match hint (prefixes completed
         with the rest of ``key``)."""
-        valid = [k for k in self.top if k not in {kd.GROUP for kd in KINDS.values()} | {"contact"}]
+        valid = [k for k in self.top if k not in {kd.GROUP for kd in KINDS.values()} | {"contact", NOMINAL_POSE}]
         valid += [f"{kd.GROUP}.{f}" for kd in KINDS.values() if kd.SINGLE for f in kd.parameters()]
         rest = key.partition(".")[2]
         for k in LOOP_KEYS + (self.node_keys or ()):
@@ -414,7 +430,25 @@ class _Parser:
                             node={k: v for k, v in self.flat.items() if k.split(".")[0] not in self.top},
                             joint_acceleration_stddev=float(self.get("joint_acceleration_stddev")),
                             contact_prior_stddev=float(self.get("contact_prior_stddev")),
-                            covariance=bool(self.get("covariance")))
+                            covariance=bool(self.get("covariance")), nominal_pose=self.nominal_pose())
+
+    def nominal_pose(self) -> tuple:
+        """``((joint, position), ...)`` of ``nominal_pose_joints`` and their ``nominal_pose.<joint>``
+        (default 0); a position of a joint not listed is an error naming it. Whether the joints are
+        the robot's is checked at planning (:func:`nominal_positions`)."""
+        listed = self.names(NOMINAL_JOINTS)
+        values = {n: NOMINAL_POSITION.default for n in listed}
+        for key, value in self.flat.items():
+            if not key.startswith(NOMINAL_POSE + "."):
+                continue
+            joint = key[len(NOMINAL_POSE) + 1:]
+            if joint not in values:
+                close = difflib.get_close_matches(joint, listed, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise ConfigError(f"parameter '{key}': joint '{joint}' is not listed in '{NOMINAL_JOINTS}' "
+                                  f"({', '.join(listed) or 'empty'}{hint}): add it to '{NOMINAL_JOINTS}' or remove '{key}'")
+            values[joint] = NOMINAL_POSITION.value(key, value)
+        return tuple(values.items())
 
     def contacts(self) -> tuple[ContactConfig, ...]:
         out = []
@@ -441,3 +475,18 @@ class _Parser:
         if c.detect_from and c.mode != "detected":
             raise ConfigError(f"{p}detect_from' is set but 'contact.{c.name}.mode' is '{c.mode}', not 'detected'")
         return c
+
+
+def nominal_positions(config: SensorConfig, joint_names) -> np.ndarray:
+    """The nominal stance's joint positions in the order of ``joint_names`` (``q``): the model's
+    neutral (zero) but for :attr:`SensorConfig.nominal_pose`. Raises :class:`ConfigError` naming a
+    joint that is not among ``joint_names`` (and the closest that is)."""
+    index = {n: k for k, n in enumerate(joint_names)}
+    q = np.zeros(len(index))
+    for joint, value in config.nominal_pose:
+        if joint not in index:
+            close = difflib.get_close_matches(joint, list(index), n=1)
+            raise ConfigError(f"parameter '{NOMINAL_JOINTS}': '{joint}' is not a moving joint of the robot"
+                              + (f" (did you mean '{close[0]}'?)" if close else ""))
+        q[index[joint]] = value
+    return q

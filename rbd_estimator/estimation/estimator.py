@@ -20,7 +20,7 @@ from ..model.forward_kinematics import K_WRP, KinematicTree
 from ..model.robot_model import RobotModel
 from . import kinematics as kin
 from . import structured
-from .config import SensorConfig
+from .config import SensorConfig, nominal_positions
 from .actuators import ActuatorModel
 from .layout import SystemLayout
 from .plan import PlanReport, StaticLU, check_well_posed, costs_of, plan_static_lu, random_states
@@ -167,6 +167,7 @@ class Estimator(EstimatorInterface):
             raise ConfigError("a floating-base estimate needs an IMU (parameter 'imu.frame'): it gives the base's "
                               "angular velocity and acceleration")
         self.model, self.config = model, config
+        self._nominal_q = nominal_positions(config, model.joint_names)    # nominal_pose's joints checked first
         self._layout = lay = SystemLayout(model, config)
         self._actuators = ActuatorModel.of(config, model.joint_names, lay.y_offsets, lay.n_y)
         self._init_kinematics()
@@ -184,23 +185,23 @@ class Estimator(EstimatorInterface):
         self._structured = structured.build(self._tree_problem(), solver)  # 'auto' | 'generic' | 'structured'
         if self._structured is not None:
             self._report = replace(self._report, solver="structured")
+        else:                                         # the generic tick runs every tick: its pivots must hold
+            self._plan_pivots_for_the_nominal_stance(t, seed)
         self.weak = self.nominal_check()
 
     def nominal_check(self) -> tuple[str, ...]:
         """The contact components (``'l_foot tz'``) whose posterior standard deviation at the
-        nominal stance — all joints at zero, at rest, the IMU frame level — is above 10 % of the
+        nominal stance — the joints at the model's neutral (zero) but those of ``nominal_pose``, at
+        rest, the IMU frame level — is above 10 % of the
         prior's: the sensors do not determine them there, the prior does (a finite estimate with a
         large variance, docs/probabilistic_model.md). Empty without the covariance (``covariance:
         false``); planning warns about each (``ConditioningWarning``)."""
         if not self.config.covariance or not self._layout.contacts:
             return ()
-        nj, lay = self.model.n_joints, self._layout
-        y = np.zeros(lay.n_y)
-        if self.config.imu is not None:
-            y[self._imu_y + 3] = 1.0                           # identity orientation [x, y, z, w]
-        z = np.zeros(nj)
+        lay = self._layout
+        q, dq, ddq, y = self._nominal_inputs()
         try:
-            r = self.estimate(z, z, z, y=y)
+            r = self.estimate(q, dq, ddq, y=y)
         except (FloatingPointError, ValueError) as exc:   # noqa: PERF203 - plan time
             weak = (f"the nominal stance is singular ({exc})",)
         else:
@@ -210,10 +211,64 @@ class Estimator(EstimatorInterface):
                          if sd[i, k] > 0.1 * prior)
         self.data.pivot_fallbacks = 0                      # a plan-time estimate: not a tick's
         if weak:
-            warnings.warn(f"rbd_estimator: at the nominal stance (joints at zero) the sensors do not determine "
-                          f"{', '.join(weak)}: the estimate there is the prior's, with its variance",
+            warnings.warn(f"rbd_estimator: at the nominal stance ({self.nominal_stance()}) the sensors do not "
+                          f"determine {', '.join(weak)}: the estimate there is the prior's, with its variance",
                           ConditioningWarning, stacklevel=3)
         return weak
+
+    def _nominal_inputs(self) -> tuple:
+        """``(q, dq, ddq, y)`` of the nominal stance: ``nominal_pose``, at rest, the IMU frame level
+        (identity orientation ``[x, y, z, w]``, no rate, no acceleration), every other sensor zero."""
+        y = np.zeros(self._layout.n_y)
+        if self.config.imu is not None:
+            y[self._imu_y + 3] = 1.0
+        z = np.zeros(self.model.n_joints)
+        return self._nominal_q, z, z, y
+
+    def _static_pivots_hold_at(self, q, dq, ddq, y) -> bool:
+        """True when the generic tick at this state keeps its planned pivots (no SuperLU fallback)
+        and solves the system as SuperLU's partial pivoting does (to 1e-9 of the solution's size)."""
+        from scipy.sparse.linalg import splu
+        d = self.data
+        before = d.pivot_fallbacks
+        try:
+            self._generic(q, dq, ddq, y)
+            if d.pivot_fallbacks > before:
+                return False
+            x = np.zeros_like(d.x)
+            gather(*self._GR, d.rsrc, x)
+            x = splu(sp.csr_matrix((d.Ax, self._Ai, self._Ap), shape=(self._N, self._N)).tocsc()).solve(x)
+        except (FloatingPointError, ValueError, RuntimeError):   # noqa: PERF203 - plan time
+            return False
+        finally:
+            d.pivot_fallbacks = before
+        return bool(np.max(np.abs(d.x - x), initial=0.0) <= 1e-9 * max(1.0, np.max(np.abs(x), initial=0.0)))
+
+    def _plan_pivots_for_the_nominal_stance(self, t: np.ndarray, seed: int) -> None:
+        """The static pivots are planned at a random state (:attr:`_plan_src`); one can vanish at
+        the nominal stance (every shipped robot with its joints at zero), where the generic tick
+        would then fall back to SuperLU (allocating). Then plan them at the nominal pose (random
+        velocities) instead, and keep that plan if it holds there and at random states (a stance
+        where the sensors leave a direction to the prior, the loadcell humanoid's, makes pivots
+        that are poor elsewhere: the random state's plan stays). Run for an estimator whose ticks
+        take the generic path only (the structured solver holds views of the plan's buffers)."""
+        if self._static_pivots_hold_at(*self._nominal_inputs()):
+            return
+        rng = np.random.default_rng(seed + 1)
+        (_, dq, w_imu), *others = random_states(self._layout, rng, 3)
+        self._plan_factorisation(t, self._sources(self._nominal_q, dq, w_imu)[0])
+        self._allocate()
+        nominal = self._nominal_inputs()
+        y = nominal[3]
+        if not (self._static_pivots_hold_at(*nominal)
+                and all(self._static_pivots_hold_at(q, v, v, y) for q, v, _ in others)):
+            self._plan_factorisation(t)                 # no better: the random state's plan
+            self._allocate()
+
+    def nominal_stance(self) -> str:
+        """The nominal stance in words: ``joints at zero`` or ``nominal_pose``'s joints, others at zero."""
+        given = [f"{n} = {v:g}" for n, v in self.config.nominal_pose]
+        return f"{', '.join(given)}, other joints at zero" if given else "joints at zero"
 
     def _tree_problem(self) -> structured.TreeProblem:
         """What the structured solver is built from (its docstring), with the hooks into this
@@ -355,10 +410,12 @@ class Estimator(EstimatorInterface):
                   + [(n + lay.m_hard + k, n + lay.m_hard + k) for k in range(lay.m_soft)])
         return trip, N, True, pivots
 
-    def _plan_factorisation(self, t: np.ndarray):
+    def _plan_factorisation(self, t: np.ndarray, src: np.ndarray | None = None):
+        """The static LU of the system (its pivots planned on ``src``, the sources of one state:
+        :attr:`_plan_src` by default), its right-hand side, outputs and covariance maps."""
         lay = self._layout
         trip, N, redundant, pivots = self._system_triplets(t)
-        lu = self._lu = plan_static_lu(trip, N, lay.n_src, self._plan_src, pivots=pivots)
+        lu = self._lu = plan_static_lu(trip, N, lay.n_src, self._plan_src if src is None else src, pivots=pivots)
         self._Ap, self._Ai, self._GK = lu.Ap, lu.Ai, lu.G
         self._Lp, self._Li, self._Up, self._Ui = lu.Lp, lu.Li, lu.Up, lu.Ui
         # right-hand side: rows of K are [0 (n); r (m)] for KKT, r for square

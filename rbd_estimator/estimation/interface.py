@@ -84,7 +84,7 @@ class EstimatorInterface(ABC):
 
     def weak_directions(self) -> dict:
         """``{contact subset label: (component, ...)}``: the contact components the sensors do not
-        determine at the nominal stance (all joints at zero), whose estimate there is the prior's
+        determine at the nominal stance (``nominal_pose``, other joints at zero), whose estimate there is the prior's
         (:meth:`.estimator.Estimator.nominal_check`); subsets without any are left out."""
         return {}
 

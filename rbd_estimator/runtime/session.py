@@ -505,8 +505,8 @@ class Session:
     def coverage_lines(self) -> list:
         """``(level, text)`` lines on which contact subsets have a plan (switchable contacts) and
         which contact components the sensors leave to the prior at the nominal stance."""
-        weak = [(WARN, f"contacts {k}: at the nominal stance (joints at zero) the sensors do not determine "
-                       f"{', '.join(v)}; estimated with the prior's variance there (docs/probabilistic_model.md)")
+        weak = [(WARN, f"contacts {k}: at the nominal stance (`nominal_pose`, other joints at zero) the sensors "
+                       f"do not determine {', '.join(v)}; estimated with the prior's variance there (docs/probabilistic_model.md)")
                 for k, v in self.estimator.weak_directions().items()]
         sw = self.estimator.switching()
         if sw is None:

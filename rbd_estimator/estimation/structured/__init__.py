@@ -38,7 +38,7 @@ instances with both paths and keeps the generic one if they disagree.
 
 The estimate is the maximum a posteriori one (docs/probabilistic_model.md): the prior's rows on
 ``h`` add their information to ``N``'s diagonal (:func:`.solve._add_prior`), and with the joint
-accelerations as a measurement the least squares is in ``x = (h, δ)``, ``δ = q̈ − q̈ᵐ``
+accelerations as a measurement the least squares is in ``x = (δ, h)``, ``δ = q̈ − q̈ᵐ``
 (:mod:`.accelerations`). Its posterior covariance comes from the same factor (:mod:`.covariance`).
 
 The package has one module per step: :mod:`.layout` (the packed layout and the kernel

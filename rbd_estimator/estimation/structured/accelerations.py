@@ -1,6 +1,6 @@
 """Joint accelerations as a measurement in the tree reduction (``joint_acceleration_stddev > 0``).
 
-The least-squares unknowns become ``x = (h, δ)``, ``δ = q̈ − q̈ᵐ`` the deviation of the joint
+The least-squares unknowns become ``x = (δ, h)``, ``δ = q̈ − q̈ᵐ`` the deviation of the joint
 accelerations from the measured ones, whose rows ``δ_j / σ_a = 0`` add ``1 / σ_a²`` to the diagonal of
 ``N`` like the prior's. Everything the tick computes with ``q̈ᵐ`` (``a⁰``, ``f⁰``) stays; ``δ`` enters
 linearly (Nori eqs. 3a, 3f):
@@ -27,7 +27,7 @@ from .layout import (H_ANCI, H_ANCP, H_DSCI, H_DSCP, H_FLOAT, H_GRP, H_NB, H_NGR
 @njit
 def joint_columns(ip, fp, w):
     """``⁰S_j`` (``WS0``) and, floating, ``F_j = ⁰X*_j I^c_j S_j`` (``WF0``) of every joint's body
-    ``j`` from its pose ``ʲX_0``; with measured accelerations ``−F_j`` is Φ's column ``NH + j``."""
+    ``j`` from its pose ``ʲX_0``; with measured accelerations ``−F_j`` is Φ's column ``j`` (``x = (δ, h)``)."""
     NB, floating, NH, NX = ip[H_NB], ip[H_FLOAT], ip[H_NH], ip[H_NX]
     i_tsel, f_S, w_R, w_p, w_Ic = ip[H_TSEL], ip[H_S], ip[H_WRP], ip[H_WP], ip[H_WIC]
     w_s0, w_F, w_Phi, u = ip[H_WS0], ip[H_WF0], ip[H_WPHI], ip[H_WTMP]
@@ -46,7 +46,7 @@ def joint_columns(ip, fp, w):
         fxT_add(w, w_R + 9 * i, w, w_p + 3 * i, w, u, w, F, 1.0)
         if NX > NH:
             for k in range(6):
-                w[_u(w_Phi + 6 * (NH + ts) + k)] = -w[_u(F + k)]
+                w[_u(w_Phi + 6 * ts + k)] = -w[_u(F + k)]
 
 
 @njit
@@ -74,7 +74,7 @@ def acceleration_columns(ip, fp, w):
     :func:`~.reduction._observations` (their ``D_a``) and :func:`joint_columns`."""
     NH, NX = ip[H_NH], ip[H_NX]
     NZ = 6 + NX
-    col0 = 6 + NH
+    col0 = 6                                      # x = (δ, h): δ_j is x's column j
     i_grp, i_tsel, w_D, w_F, w_R, w_p = ip[H_GRP], ip[H_TSEL], ip[H_WD], ip[H_WF0], ip[H_WRP], ip[H_WP]
     t = ip[H_WTMP] + 24
     for gk in range(ip[H_NGRP]):

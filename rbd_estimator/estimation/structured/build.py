@@ -191,7 +191,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
     NC = len(contacts)
     cbody = np.array([fr.body for _, fr, _ in contacts], dtype=np.int64)
     ck = np.array([B.shape[1] for _, _, B in contacts], dtype=np.int64)
-    choff = np.array([lay.col("h", c.name) - h0 for c, _, _ in contacts], dtype=np.int64)
+    # x = (δ, h): the joint accelerations' deviations first, the contact components last (the
+    # covariance's substitutions for a contact wrench then start at its own columns)
+    choff = np.array([lay.col("h", c.name) - h0 + msa for c, _, _ in contacts], dtype=np.int64)
     XB = [fr.X.T @ B for _, fr, B in contacts]          # f^x = ⁱX*_F B_c h_c: the layout's (3f) block
 
     # ---- sensor rows from the layout, on observed quantities: a (IMU body), f (FT bodies; τ_j → S_jᵀ f_j), h
@@ -206,7 +208,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
         if r < mh:
             continue
         if r >= mh + ms:                                  # prior h_j / σ_j = 0, accelerations δ_j / σ_a = 0
-            prior[c - h0] = v
+            prior[c - h0 + msa if c - h0 < NH else c - h0 - NH] = v
             continue
         if s != 0:
             raise _NotApplicable("a sensor row has a state-dependent coefficient")
@@ -266,6 +268,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     anc = [[j for j in m.supports([i]) if j != i and tsel[j] >= 0] for i in range(NB)]   # joints above i
     dsc = [[j for j in range(NB) if tsel[j] >= 0 and below(j, i)] for i in range(NB)]     # i's subtree's joints
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
+    seg = np.zeros((NOBS, 2, 2), np.int64)               # per observation: its δ span and its h span
     for key, o, n, sx in observed:
         grp += [_OBS_A if key[0] == "a" else (_OBS_F if sx < 0 else _OBS_FP), key[1], o, sx]
         lo, hi = NX, 0
@@ -274,21 +277,30 @@ def _build(est: TreeProblem) -> StructuredSolver:
                 if below(int(cbody[ci]), key[1]):
                     pairs.append((o, ci, key[1], sx))
                     lo, hi = min(lo, choff[ci]), max(hi, choff[ci] + ck[ci])
+        if hi > lo:
+            seg[o:o + n, 1] = lo, hi
         if msa:                                           # the δ of the joints that move or load it
             b = key[1]
             moving = anc[b] + ([b] if key[0] == "a" and tsel[b] >= 0 else []) + (dsc[b] if key[0] == "f" else [])
             if moving:
-                lo = min(lo, NH + min(int(tsel[j]) for j in moving))
-                hi = max(hi, NH + max(int(tsel[j]) for j in moving) + 1)
+                dlo, dhi = min(int(tsel[j]) for j in moving), max(int(tsel[j]) for j in moving) + 1
+                seg[o:o + n, 0] = dlo, dhi
+                lo, hi = min(lo, dlo), max(hi, dhi)
         if hi > lo:
             olo[o:o + n], ohi[o:o + n] = lo, hi
-    olo[obs_h:], ohi[obs_h:] = np.arange(NH), np.arange(NH) + 1
-    clo, chi = np.zeros(MSC, np.int64), np.zeros(MSC, np.int64)
+    olo[obs_h:], ohi[obs_h:] = msa + np.arange(NH), msa + np.arange(NH) + 1
+    seg[obs_h:, 1, 0], seg[obs_h:, 1, 1] = msa + np.arange(NH), msa + np.arange(NH) + 1
+    # each LS row's two column ranges in x = (δ, h): [lo_δ, hi_δ) in δ, then [lo_h, hi_h) in h (empty: lo = hi;
+    # a row without δ has its h range first, so that the exact-acceleration rows run the first loops only)
+    clo, chi = np.zeros(2 * MSC, np.int64), np.zeros(2 * MSC, np.int64)
     for r in range(MSC):
         cols = np.flatnonzero(Gc[r])
-        spans = [(olo[c], ohi[c]) for c in cols if ohi[c] > olo[c]]
-        if spans:
-            clo[r], chi[r] = min(a for a, _ in spans), max(b for _, b in spans)
+        for part in range(2):
+            spans = [tuple(seg[c, part]) for c in cols if seg[c, part, 1] > seg[c, part, 0]]
+            if spans:
+                clo[2 * r + part], chi[2 * r + part] = min(a for a, _ in spans), max(b for _, b in spans)
+        if chi[2 * r] == clo[2 * r]:                      # no δ (exact accelerations): h is the first range
+            clo[2 * r:2 * r + 2], chi[2 * r:2 * r + 2] = (clo[2 * r + 1], 0), (chi[2 * r + 1], 0)
 
     # ---- outputs: out = O sel with sel = [τ (joint order), h, f of kept bodies]; the residual after
     O = lay.out_map.tocoo()
@@ -355,13 +367,13 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  WV0=NOBS, WK=6 * NX, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NX, WNHH=NX * NX, WBA=6,
                  WBH=NX, WH=NX, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=(MSC + NX) * (NX + 1) + NX + 1, WU=max(NOBS, 6 * NX), WT=nj * NX, WZ=NCOV * NX,
-                 WS0=6 * NB, WF0=6 * NB)
+                 WS0=6 * NB, WF0=6 * NB, WKT=6 * NX)
     wk = Packer(np.float64)
     w_off = {name: wk.reserve(size) for name, size in sizes.items()}
     w = wk.array()
     w[w_off["WMS"]] = 1.0
     for j in range(NH):                             # h observes itself: a constant identity block of D
-        w[w_off["WD"] + (obs_h + j) * NZ + za + j] = 1.0
+        w[w_off["WD"] + (obs_h + j) * NZ + za + msa + j] = 1.0
 
     # ---- ints
     i_off = dict(CBODY=ipk.add(cbody), CK=ipk.add(ck), CHOFF=ipk.add(choff), CXB=ipk.add(np.array(xb_off, np.int64)),

@@ -12,34 +12,39 @@ coordinates; floating base only: ``a_0 = a⁰⁰ + P h``), ``⁰S_i = ⁰X_i S_i
 coordinates and ``Φ_i`` the columns of the contacts below ``i``. A contact wrench is a selection of
 ``h``. So an output row ``o = O sel`` has the row ``t_o = O T`` and the variance
 ``t_o N⁻¹ t_oᵀ = |L⁻¹ t_oᵀ|²`` — one forward substitution per output row, no inverse. With the
-joint accelerations measured the least squares is in ``x = (h, δ)`` and ``t_i`` has the ``δ`` part of
+joint accelerations measured the least squares is in ``x = (δ, h)`` and ``t_i`` has the ``δ`` part of
 :mod:`.accelerations`.
 """
 from __future__ import annotations
 
-from .layout import (H_ANCI, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_NB, H_NC, H_NH, H_NJ,
-    H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WK, H_WNHH, H_WPHI, H_WS0, H_WT, H_WZ, _u, njit)
+from .layout import (H_ANCI, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_MSA, H_NB, H_NC, H_NH, H_NJ,
+    H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WKT, H_WNHH, H_WPHI, H_WS0, H_WT, H_WZ, _u, njit)
 
 
 @njit
 def _torque_rows(ip, fp, w):
     """``t_i = F_iᵀ P − ⁰S_iᵀ Φ_i`` of every joint (module docstring), row ``τ`` index of ``T``, from
     :func:`~.accelerations.joint_columns`; with measured accelerations its ``δ`` part adds the
-    joint-space inertia ``M_ij = ⁰S_i · F_j`` (``j`` in ``i``'s subtree) or ``F_i · ⁰S_j`` (``j`` above)."""
+    joint-space inertia ``M_ij = ⁰S_i · F_j`` (``j`` in ``i``'s subtree) or ``F_i · ⁰S_j`` (``j`` above).
+    ``F_iᵀ P`` runs over ``Pᵀ`` by rows (``WKT``, which :func:`~.solve._normal_equations` made)."""
     NB, floating, NH, NX = ip[H_NB], ip[H_FLOAT], ip[H_NH], ip[H_NX]
     i_tsel, i_cbp, i_cbi, i_ck, i_choff = ip[H_TSEL], ip[H_CBP], ip[H_CBI], ip[H_CK], ip[H_CHOFF]
-    w_K, w_Phi, w_T, w_s0, w_F = ip[H_WK], ip[H_WPHI], ip[H_WT], ip[H_WS0], ip[H_WF0]
+    w_Phi, w_T, w_s0, w_F, Kt = ip[H_WPHI], ip[H_WT], ip[H_WS0], ip[H_WF0], ip[H_WKT]
     for i in range(NB):
         ts = ip[_u(i_tsel + i)]
         if ts < 0:
             continue
         row, s0, F = w_T + ts * NX, w_s0 + 6 * i, w_F + 6 * i
-        for j in range(NX):
-            s = 0.0
-            if floating:
-                for k in range(6):
-                    s += w[_u(F + k)] * w[_u(w_K + 6 * j + k)]
-            w[_u(row + j)] = s
+        if floating:
+            f0, f1, f2 = w[_u(F)], w[_u(F + 1)], w[_u(F + 2)]
+            f3, f4, f5 = w[_u(F + 3)], w[_u(F + 4)], w[_u(F + 5)]
+            for j in range(NX):
+                w[_u(row + j)] = ((f0 * w[_u(Kt + j)] + f1 * w[_u(Kt + NX + j)]) + (f2 * w[_u(Kt + 2 * NX + j)]
+                                  + f3 * w[_u(Kt + 3 * NX + j)])) + (f4 * w[_u(Kt + 4 * NX + j)]
+                                                                      + f5 * w[_u(Kt + 5 * NX + j)])
+        else:
+            for j in range(NX):
+                w[_u(row + j)] = 0.0
         for pq in range(ip[_u(i_cbp + i)], ip[_u(i_cbp + i + 1)]):
             c = ip[_u(i_cbi + pq)]
             for jj in range(ip[_u(i_ck + c)]):
@@ -49,8 +54,8 @@ def _torque_rows(ip, fp, w):
                     s += w[_u(s0 + k)] * w[_u(w_Phi + 6 * col + k)]
                 w[_u(row + col)] -= s
         if NX > NH:
-            _inertia_terms(ip, w, row + NH, s0, w_F, ip[H_DSCP] + i, ip[H_DSCI])     # j in i's subtree
-            _inertia_terms(ip, w, row + NH, F, w_s0, ip[H_ANCP] + i, ip[H_ANCI])     # j above i
+            _inertia_terms(ip, w, row, s0, w_F, ip[H_DSCP] + i, ip[H_DSCI])          # j in i's subtree
+            _inertia_terms(ip, w, row, F, w_s0, ip[H_ANCP] + i, ip[H_ANCI])          # j above i
 
 
 @njit(inline="always")
@@ -69,29 +74,25 @@ def _inertia_terms(ip, w, row, a, b, p, idx):
 @njit
 def covariance(ip, fp, w, cov):
     """``cov``: the variance of every joint torque (``NJ``), then the 6 × 6 covariance of every
-    contact wrench (``[fx..tz]``, contact frame), from ``L`` in ``N_hh`` (module docstring)."""
+    contact wrench (``[fx..tz]``, contact frame), from ``L`` in ``N_hh`` (module docstring). The
+    substitutions ``z_r = L⁻¹ t_rᵀ`` run four output rows at a time (:func:`_substitute4`: each
+    entry of ``L`` loaded once for four rows)."""
     NJ, NH, NX, NC = ip[H_NJ], ip[H_NH], ip[H_NX], ip[H_NC]
     _torque_rows(ip, fp, w)
-    i_Op, i_Oi, f_Ox, w_T, w_Z, L = ip[H_OP], ip[H_OI], ip[H_OX], ip[H_WT], ip[H_WZ], ip[H_WNHH]
-    for r in range(NJ + 6 * NC):               # z_r = L⁻¹ t_rᵀ, t_r = O_r T
-        z = w_Z + r * NX
-        for j in range(NX):
-            w[_u(z + j)] = 0.0
-        first = NX                             # t_r is zero before its first nonzero: so is z_r
-        for pq in range(ip[_u(i_Op + r)], ip[_u(i_Op + r + 1)]):
-            sel, v = ip[_u(i_Oi + pq)], fp[_u(f_Ox + pq)]
-            if sel < NJ:
-                first = 0
-                for j in range(NX):
-                    w[_u(z + j)] += v * w[_u(w_T + sel * NX + j)]
-            elif sel < NJ + NH:
-                w[_u(z + sel - NJ)] += v
-                first = min(first, sel - NJ)
-        for j in range(first, NX):
-            s = w[_u(z + j)]
-            for k in range(first, j):
-                s -= w[_u(L + NX * j + k)] * w[_u(z + k)]
-            w[_u(z + j)] = s * w[_u(L + NX * j + j)]
+    w_Z, L = ip[H_WZ], ip[H_WNHH]
+    NR = NJ + 6 * NC
+    r = 0
+    while r < NR:                              # z_r = L⁻¹ t_rᵀ, t_r = O_r T
+        n = min(4, NR - r)
+        first = NX
+        for a in range(n):
+            first = min(first, _output_row(ip, fp, w, r + a))
+        if n == 4:
+            _substitute4(w, L, NX, w_Z + r * NX, first)
+        else:
+            for a in range(n):
+                _substitute4(w, L, NX, w_Z + (r + a) * NX, first, 1)
+        r += n
     for r in range(NJ):
         s = 0.0
         for j in range(NX):
@@ -107,3 +108,51 @@ def covariance(ip, fp, w, cov):
                     s += w[_u(za + j)] * w[_u(zb + j)]
                 cov[_u(NJ + 36 * c + 6 * a + b)] = s
                 cov[_u(NJ + 36 * c + 6 * b + a)] = s
+
+
+@njit(inline="always")
+def _output_row(ip, fp, w, r):
+    """``z_r = t_r = O_r T`` (the output's row over ``x``) in ``Z``; returns the index of its first
+    nonzero (``t_r`` is zero before it: so is ``z_r``)."""
+    NJ, NH, NX, MSA = ip[H_NJ], ip[H_NH], ip[H_NX], ip[H_MSA]
+    i_Op, i_Oi, f_Ox, w_T = ip[H_OP], ip[H_OI], ip[H_OX], ip[H_WT]
+    z = ip[H_WZ] + r * NX
+    for j in range(NX):
+        w[_u(z + j)] = 0.0
+    first = NX
+    for pq in range(ip[_u(i_Op + r)], ip[_u(i_Op + r + 1)]):
+        sel, v = ip[_u(i_Oi + pq)], fp[_u(f_Ox + pq)]
+        if sel < NJ:
+            first = 0
+            for j in range(NX):
+                w[_u(z + j)] += v * w[_u(w_T + sel * NX + j)]
+        elif sel < NJ + NH:                    # h_k is x's column MSA + k, after the δ
+            w[_u(z + MSA + sel - NJ)] += v
+            first = min(first, MSA + sel - NJ)
+    return first
+
+
+@njit(inline="always")
+def _substitute4(w, L, NX, z, first, rows=4):
+    """Forward substitution ``z_a ← L⁻¹ z_a`` of ``rows`` (4, or 1) consecutive rows ``z_a = w[z + a NX:
+    …]`` of length ``NX`` whose entries before ``first`` are zero (``L`` row-major, ``1 / L_jj`` on
+    its diagonal)."""
+    if rows == 1:
+        for j in range(first, NX):
+            s = w[_u(z + j)]
+            for k in range(first, j):
+                s -= w[_u(L + NX * j + k)] * w[_u(z + k)]
+            w[_u(z + j)] = s * w[_u(L + NX * j + j)]
+        return
+    z1, z2, z3 = z + NX, z + 2 * NX, z + 3 * NX
+    for j in range(first, NX):
+        s0, s1, s2, s3 = w[_u(z + j)], w[_u(z1 + j)], w[_u(z2 + j)], w[_u(z3 + j)]
+        lj = L + NX * j
+        for k in range(first, j):
+            l = w[_u(lj + k)]
+            s0 -= l * w[_u(z + k)]
+            s1 -= l * w[_u(z1 + k)]
+            s2 -= l * w[_u(z2 + k)]
+            s3 -= l * w[_u(z3 + k)]
+        d = w[_u(lj + j)]
+        w[_u(z + j)], w[_u(z1 + j)], w[_u(z2 + j)], w[_u(z3 + j)] = s0 * d, s1 * d, s2 * d, s3 * d

@@ -19,7 +19,7 @@ def _outputs(ip, fp, w, E, V, out):
                                                     ip[H_WH], ip[H_WA0])
     i_cbody, i_ck, i_choff, i_cxb = ip[H_CBODY], ip[H_CK], ip[H_CHOFF], ip[H_CXB]
     i_cpath, NCP = ip[H_CPATH], ip[H_NCP]
-    measured = ip[H_NX] > NH                           # x = (h, δ): the joint accelerations are unknowns too
+    measured = ip[H_NX] > NH                           # x = (δ, h): the joint accelerations are unknowns too
     for kk in range(NB if measured else NCP):          # g stays zero off the contact paths
         b = kk if measured else ip[_u(i_cpath + kk)]
         for k in range(6):
@@ -50,7 +50,7 @@ def _outputs(ip, fp, w, E, V, out):
                 mx(E, 9 * i, w, w_r + 3 * i, w, w_al + 6 * ip[_u(i_par + i)], w, ao)
         ts, ks = ip[_u(i_tsel + i)], ip[_u(i_ksel + i)]
         if measured and ts >= 0:                       # α_i += S_i δ_i (3a)
-            d = w[_u(w_h + NH + ts)]
+            d = w[_u(w_h + ts)]
             for k in range(6):
                 w[_u(ao + k)] += fp[_u(f_S + 6 * i + k)] * d
         if ts < 0 and ks < 0:
@@ -80,8 +80,9 @@ def _outputs(ip, fp, w, E, V, out):
         if ks >= 0:
             for k in range(6):
                 w[_u(w_sel + ks + k)] = w[_u(fi + k)]
-    for j in range(NH):
-        w[_u(w_sel + NJ + j)] = w[_u(w_h + j)]
+    MSA = ip[H_MSA]
+    for j in range(NH):                                # x = (δ, h): h_j is x's column MSA + j
+        w[_u(w_sel + NJ + j)] = w[_u(w_h + MSA + j)]
     i_Op, i_Oi, f_Ox = ip[H_OP], ip[H_OI], ip[H_OX]
     for r in range(ip[H_NOUTM]):
         s = 0.0
@@ -105,7 +106,7 @@ def _backward_with_accelerations(ip, fp, w, E):
             w[_u(t + k)] = w[_u(w_g + 6 * i + k)]
         ts = ip[_u(i_tsel + i)]
         if ts >= 0:
-            rbi_apply(w, w_Ic + 10 * i, fp, f_S + 6 * i, w, t, -w[_u(w_h + NH + ts)])
+            rbi_apply(w, w_Ic + 10 * i, fp, f_S + 6 * i, w, t, -w[_u(w_h + ts)])
         fxT_add(E, 9 * i, w, w_r + 3 * i, w, t, w, w_g + 6 * p, 1.0)
 
 
@@ -137,4 +138,4 @@ def _residual(ip, fp, w, out):
         out[_u(o + r)] = s
     f_pri = ip[H_PRI]
     for j in range(MSA):                               # the joint accelerations': (q̈ᵐ + δ − q̈ᵐ) / σ_a
-        out[_u(o + MS - MSA + j)] = fp[_u(f_pri + NH + j)] * w[_u(w_h + NH + j)]
+        out[_u(o + MS - MSA + j)] = fp[_u(f_pri + j)] * w[_u(w_h + j)]

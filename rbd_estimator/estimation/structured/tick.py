@@ -57,7 +57,7 @@ def structured_tick(ip, S, q, dq, ddq, y):
     for k in range(y.shape[0]):
         w[_u(w_ms + 4 + k)] = y[_u(k)]
 
-    # ---- observations, the base equation, the least-squares problem in x = (h, δ)
+    # ---- observations, the base equation, the least-squares problem in x = (δ, h)
     _observations(ip, fp, w)
     measured = NX > ip[H_NH]
     if ip[H_COV] or measured:
