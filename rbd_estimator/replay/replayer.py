@@ -117,7 +117,7 @@ class Replayer:
         self.period_ns = int(round(1e9 / s.settings.rate_hz))
         self._next_timer = None
         #: every tick as a row (``collect``; :mod:`~rbd_estimator.replay.ticklog`), handed in chunks to
-        #: ``flush(columns)`` when given, else kept for :meth:`results`
+        #: ``flush(columns, joint_names, contact_names)`` when given, else kept for :meth:`results`
         self.log = TickLog(self.joint_names, self.contact_names, flush) if collect else None
         c = s.contacts
         self._all_contacts = c.label(c.mask)
