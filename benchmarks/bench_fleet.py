@@ -49,6 +49,22 @@ def params_file(path: str, **override) -> str:
     return path
 
 
+#: pinocchio's rnea of the humanoid on the idle development machine (docs/benchmarks.md, issue 20)
+RNEA_IDLE_US = 2.70
+
+
+def rnea_us() -> float:
+    """pinocchio's ``rnea`` of the shipped humanoid (free flyer), median µs, in this process now: the
+    yardstick of the machine's speed at this moment (the load of other jobs moves both alike)."""
+    import pinocchio as pin
+    from common import median_us
+    with open(os.path.join(ROOT, "urdf", "humanoid.urdf"), encoding="utf-8") as fh:
+        m = pin.buildModelFromXML(fh.read(), pin.JointModelFreeFlyer())
+    d, q = m.createData(), pin.neutral(m)
+    v = a = np.zeros(m.nv)
+    return median_us(lambda: pin.rnea(m, d, q, v, a), 20000)
+
+
 def one_core(tasks) -> dict:
     """The tasks one after the other in this process: wall seconds, recorded seconds, and the sums of
     the replay's loop and start-up seconds."""
@@ -130,19 +146,26 @@ def main(argv=None) -> int:
         res = {label: [] for label in configs}
         for label, p in configs.items():          # warm-up: this process loads the compiled code once
             one_core(make_tasks(recs[:1], os.path.join(tmp, f"warm{len(p)}"), {"": p})[0])
+        rnea = []
         for k in range(args.repeat):
+            rnea.append(rnea_us())
             for label, p in configs.items():
                 out = os.path.join(tmp, f"one{k}")
                 shutil.rmtree(out, ignore_errors=True)
                 tasks, _ = make_tasks(recs, out, {"": p})
                 res[label].append(one_core(tasks))
-        print("1. one core (tasks in turn in this process):")
+        rnea.append(rnea_us())
+        r_us = float(np.median(rnea))
+        print(f"1. one core (tasks in turn in this process); pinocchio rnea of the humanoid meanwhile {r_us:.2f} µs "
+              f"({RNEA_IDLE_US} µs on the idle development machine):")
         for label, rs in res.items():
             speed = np.median([r["recorded"] / r["wall"] for r in rs])
             loop = np.median([r["recorded"] / r["loop"] for r in rs])
             per_task = np.median([r["per_task"] for r in rs])
-            print(f"   {label:<28} {speed:5.1f}x real time per core (replay loop alone {loop:5.1f}x; "
-                  f"{per_task:.2f} s per task besides the loop)")
+            tick = 1e3 / speed                           # µs of a whole task per 1 ms tick
+            print(f"   {label:<28} {speed:5.1f}x real time per core: {tick:.0f} µs per tick = {tick / r_us:.1f} rnea "
+                  f"(≈ {1e3 / (tick / r_us * RNEA_IDLE_US):.0f}x at the idle rnea); replay loop alone {loop:5.1f}x; "
+                  f"{per_task:.2f} s per task besides the loop")
         p = configs["covariance: true (shipped)"]
         cold = fleet(recs[:1], os.path.join(tmp, "cold"), p, "local", 1) - res[next(iter(res))][0]["wall"] / len(recs)
         print(f"   a worker process's start (spawn, imports, compiled-code cache; once per worker): {cold:.1f} s")
@@ -161,7 +184,7 @@ def main(argv=None) -> int:
             t1, t2 = np.median(t[1]), np.median(t[2])
             print(f"   {label:<34} 1 worker {t1:6.2f} s ({total / t1:5.1f}x real time), 2 workers {t2:6.2f} s "
                   f"({total / t2:5.1f}x): scaling {t1 / t2:.2f}x")
-        t2 = np.median(walls[2])
+        t2 = np.median(warm[2])
         if args.ray:
             ray_figures(recs, tmp, p, t2, args)
     finally:
@@ -169,7 +192,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def ray_figures(recs, tmp, params, local_wall, args) -> None:
+def ray_figures(recs, tmp, params, local_warm, args) -> None:
+    """Ray's start, an empty task, and the fleet on a local Ray (2 CPUs): the first run (Ray's workers
+    import the package and load the compiled code) and the next ones (Ray reuses its worker
+    processes), against the local engine's warm pool."""
     import ray
     t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -183,13 +209,14 @@ def ray_figures(recs, tmp, params, local_wall, args) -> None:
     t0 = time.perf_counter()
     ray.get([empty.remote(i) for i in range(n)])
     per_empty = (time.perf_counter() - t0) / n
-    walls = [fleet(recs, os.path.join(tmp, "ray"), params, "ray") for _ in range(args.repeat)]
+    walls = [fleet(recs, os.path.join(tmp, "ray"), params, "ray") for _ in range(1 + args.repeat)]
     ray.shutdown()
-    t = float(np.median(walls))
+    t = float(np.median(walls[1:]))
     total = args.recordings * args.seconds
-    print(f"3. Ray (local, 2 CPUs): ray.init {t_init:.1f} s; an empty task {per_empty * 1e3:.2f} ms (throughput of "
-          f"{n} in flight); the fleet run {t:.2f} s ({total / t:.1f}x real time) against {local_wall:.2f} s with the "
-          f"local engine: {(t - local_wall) / len(recs):+.2f} s per task")
+    print(f"3. Ray (local, 2 CPUs): ray.init {t_init:.1f} s; an empty task {per_empty * 1e3:.2f} ms ({n} in flight)")
+    print(f"   the fleet run: first {walls[0]:.2f} s (workers load the package), then {t:.2f} s ({total / t:.1f}x "
+          f"real time) against {local_warm:.2f} s on the local engine's warm pool: "
+          f"{(t - local_warm) / len(recs):+.3f} s per task")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@
 (:mod:`rbd_estimator.warm`), so that the first ``configure`` takes seconds. ``replay`` runs the estimator node's tick logic over a rosbag2 recording (MCAP or sqlite3) and writes
 the input topics plus the estimate topics to a new bag (see :mod:`rbd_estimator.replay`);
 ``replay-fleet`` does it for many recordings in parallel, with tables and a report
-(:mod:`rbd_estimator.fleet`). Exit
+(:mod:`rbd_estimator.fleet`). ``replay`` exit
 status: 0 on success, 1 when the input ended early or was corrupt (the partial output is a valid
 bag), 2 when the replay could not start.
 """

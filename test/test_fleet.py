@@ -157,6 +157,7 @@ def _check_table(path: str, messages: list, covariance: bool) -> None:
         assert np.isnan(tv).all() and "joint_torque_variance" not in by
     assert (cols["dof"] > 0).all() and (cols["chi2"] > 0).all() and np.isfinite(cols["condition"]).all()
     assert set(cols["plan_missing"]) == set(cols["reason"]) == set(cols["excluded"]) == {""}
+    assert set(cols["subset"]) == {"l_foot+r_foot"}
     return tau
 
 
@@ -197,11 +198,15 @@ def _check_run(rec, out: str, rows: dict, crashed: str) -> None:
         folder = os.path.join(out, name)
         assert os.path.exists(os.path.join(folder, MARKER))
         fleet_msgs, single_msgs = _messages(os.path.join(folder, "estimates")), _messages(single)
-        assert fleet_msgs == single_msgs and len(fleet_msgs) > 100          # byte for byte, in order
+        diff = next((k for k, (a, b) in enumerate(zip(fleet_msgs, single_msgs)) if a != b), None)
+        assert diff is None and len(fleet_msgs) == len(single_msgs) > 100, (    # byte for byte, in order
+            name, row, len(fleet_msgs), len(single_msgs), diff, diff is not None and fleet_msgs[diff][:3],
+            diff is not None and single_msgs[diff][:3])
         tau = _check_table(os.path.join(folder, "ticks.parquet"), single_msgs, name.startswith("alpha"))
         peak = np.abs(tau).max(axis=0)
         assert row["ticks"] == row["estimates"] == len(tau) and row["ticks_without_estimate"] == 0
         assert list(row["peak_abs_tau"].values()) == peak.tolist()
+        assert row["time_in_subset"] == {"l_foot+r_foot": pytest.approx((len(tau) - 1) * 1e-3)}   # 1 kHz
         assert row["robot"] == name.split("/")[0] and row["model"] == "rbd_humanoid"
     # the recording's span: the robot description 1 ms before the first step to the last joint state,
     # logged 0.3 ms after its stamp (scripts/make_demo_bag.py)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import uuid
 
 from . import engines
 from .inputs import FleetError, find_recordings, make_tasks, mapping, names
@@ -53,7 +54,7 @@ def run_fleet(inputs, output: str, params, robot_descriptions=None, engine: str 
     if not recordings:
         raise FleetError("no recording found in " + ", ".join(inputs))
     os.makedirs(out, exist_ok=True)
-    tasks, unassigned = make_tasks(recordings, out, params, descriptions, **options)
+    tasks, unassigned = make_tasks(recordings, out, params, descriptions, run=uuid.uuid4().hex, **options)
     rows = {name: dict(recording=name, input=os.path.abspath(rec), robot="", status="failed", reason=why)
             for rec, name, why in unassigned}
     show = FleetProgress(len(recordings)) if progress else None

@@ -49,6 +49,8 @@ class Task:
     storage: str | None = None
     namespace: str = "/"
     node_name: str = "rbd_estimator"
+    run: str = ""                      # the fleet run's id: a marker of this run is a retry's, not a skip
+
 
     @property
     def folder(self) -> str:
@@ -68,6 +70,8 @@ def run_task(task: Task) -> dict:
     """Replay ``task`` (module docstring); returns its summary row (``status``: ``done``, ``partial``,
     ``skipped`` (done before) or ``failed``, with the ``reason``)."""
     row = done(task)
+    if row is not None and row.get("run") == task.run:     # completed by an earlier attempt of this run
+        return row
     if row is not None:
         return dict(row, status="skipped", previous_status=row["status"])
     t0 = time.perf_counter()
@@ -80,7 +84,7 @@ def run_task(task: Task) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
         return _row(task, status="failed", reason=f"{type(exc).__name__}: {exc}", attempts=1 + stale,
                     wall_s=time.perf_counter() - t0)
-    row.update(attempts=1 + stale, wall_s=time.perf_counter() - t0)
+    row.update(attempts=1 + stale, wall_s=time.perf_counter() - t0, run=task.run)
     os.makedirs(os.path.dirname(task.folder) or ".", exist_ok=True)
     os.rename(tmp, task.folder)                                   # the outputs, in place at once
     _write_marker(task.folder, row)                               # then the marker, last
@@ -111,8 +115,9 @@ def _replay(task: Task, tmp: str) -> dict:
     faults = dict(fault_alarms=f.alarms, fault_exclusions=f.exclusions, fault_returns=f.returns,
                   fault_unexplained=f.unexplained) if f is not None else {}
     model = rep.session.estimator.model.name
-    return _row(task, status="partial" if summary.error else "done", reason=summary.error, model=model, duration_s=summary.bag_seconds,
-                stale_timer_ticks=summary.stale_timer_ticks, speed=summary.speed, **table.stats.row(), **faults)
+    return _row(task, status="partial" if summary.error else "done", reason=summary.error, model=model,
+                duration_s=summary.bag_seconds, stale_timer_ticks=summary.stale_timer_ticks, speed=summary.speed,
+                **table.stats.row(), **faults)
 
 
 def _row(task: Task, model: str = "", **values) -> dict:

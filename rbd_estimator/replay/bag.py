@@ -83,7 +83,8 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     ``copy_inputs=False`` writes the estimate topics only (not the input topics the estimate read:
     about twice as fast, since writing through rosbags' public writer is the replay's main cost).
     ``collect``: log every tick (``replayer.log``, :mod:`~rbd_estimator.replay.ticklog`), in chunks to
-    ``flush(columns, joint_names, contact_names)`` when given. ``progress(done, total)`` is called now and then. Returns ``(summary, replayer)``; a truncated or
+    ``flush(columns, joint_names, contact_names)`` when given. ``progress(done, total)`` is called
+    now and then. Returns ``(summary, replayer)``; a truncated or
     corrupt recording sets ``summary.error`` (the output holds what was replayed and is a valid bag).
     Raises :class:`ReplayError` when the replay cannot start.
     """

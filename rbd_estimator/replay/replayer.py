@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..estimation import SensorConfig
+from ..estimation.contacts import subset_label
 from ..runtime.input_core import CDR_ERROR
 from ..runtime.session import FAULTS_TOPIC, VARIANCE_TOPIC, Session
 from .ticklog import TickLog
@@ -119,8 +120,7 @@ class Replayer:
         #: every tick as a row (``collect``; :mod:`~rbd_estimator.replay.ticklog`), handed in chunks to
         #: ``flush(columns, joint_names, contact_names)`` when given, else kept for :meth:`results`
         self.log = TickLog(self.joint_names, self.contact_names, flush) if collect else None
-        c = s.contacts
-        self._all_contacts = c.label(c.mask)
+        self._all_contacts = subset_label(self.contact_names)      # the subset of fixed contacts
 
     inputs = property(lambda self: self.session.inputs, doc="the session's input state")
     plans = property(lambda self: self.session.plans, doc="the session's plans")
@@ -184,7 +184,7 @@ class Replayer:
             else:
                 reason = "inconsistent sensors (fault monitor)"
         self.log.add_tick(now, self.inputs.joint_states.stamp_ns, core.last_result if done else None, reason,
-                          c.active, c.label(c.mask), missing, excluded)
+                          c.active, c.label(c.mask) if c.switchable else self._all_contacts, missing, excluded)
 
     def feed(self, topic: str, raw, now: int) -> int:
         """One serialized message received at ``now`` (ns) on ``topic`` (resolved name); returns

@@ -5,8 +5,8 @@ estimate, the contact subset and the sensors the plan does without).
 Rows arrive in order from both of the replay's paths: a block at a time from the compiled batch
 loop (:meth:`TickLog.add_block`: all sensors fresh, main plan, every contact in contact) and one at
 a time from the per-message path (:meth:`TickLog.add_tick`). They are kept in memory, or handed in
-chunks of about ``chunk`` rows to ``flush(columns, joint_names, contact_names)`` (the fleet writes each chunk as a Parquet row
-group: :mod:`rbd_estimator.fleet.tables`). A chunk's columns (``n`` rows, ``nj`` joints, ``nc``
+chunks of about ``chunk`` rows to ``flush(columns, joint_names, contact_names)`` (the fleet writes
+each chunk as a Parquet row group: :mod:`rbd_estimator.fleet.tables`). A chunk's columns (``n`` rows, ``nj`` joints, ``nc``
 contacts; units SI, wrenches ``[fx, fy, fz, tx, ty, tz]`` in each contact frame):
 
 =================  ====================  ==========================================================
