@@ -12,9 +12,10 @@ whole task: estimates-only bag (zstd MCAP), Parquet tick table, marker.
 
 Prints, medians of ``--repeat`` interleaved rounds:
 
-1. per core: one worker in this process (no pool), recorded seconds per wall second, split into
-   the per-task cost (start-up: reading the description, planning, opening the bags) and the
-   per-recorded-second cost (the replay loop, the table), and the replay's own loop speed;
+1. per core: one worker in this process (no pool), recorded seconds per CPU second of the process
+   (what a task costs a core, whatever share of the machine other jobs take) and per wall second,
+   the replay loop's own speed (wall) and the rest of a task (reading the description, planning,
+   opening the bags, the table's last row group, flushing, the marker);
 2. scaling: the local engine with 1 and 2 worker processes over the recordings (wall time of the
    whole run, pool start included; and on a pool already started and warm), and the ratio, next to
    the ratio of a pure-Python loop on the same pool sizes (the control: on a machine shared with
@@ -49,33 +50,18 @@ def params_file(path: str, **override) -> str:
     return path
 
 
-#: pinocchio's rnea of the humanoid on the idle development machine (docs/benchmarks.md, issue 20)
-RNEA_IDLE_US = 2.70
-
-
-def rnea_us() -> float:
-    """pinocchio's ``rnea`` of the shipped humanoid (free flyer), median µs, in this process now: the
-    yardstick of the machine's speed at this moment (the load of other jobs moves both alike)."""
-    import pinocchio as pin
-    from common import median_us
-    with open(os.path.join(ROOT, "urdf", "humanoid.urdf"), encoding="utf-8") as fh:
-        m = pin.buildModelFromXML(fh.read(), pin.JointModelFreeFlyer())
-    d, q = m.createData(), pin.neutral(m)
-    v = a = np.zeros(m.nv)
-    return median_us(lambda: pin.rnea(m, d, q, v, a), 20000)
-
-
 def one_core(tasks) -> dict:
-    """The tasks one after the other in this process: wall seconds, recorded seconds, and the sums of
-    the replay's loop and start-up seconds."""
+    """The tasks one after the other in this process: wall and CPU seconds (this process's: what the
+    tasks cost a core, whatever share of it other jobs took), recorded seconds, the replay loops'
+    seconds and the rest per task."""
     from rbd_estimator.fleet import run_task
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = [run_task(t) for t in tasks]
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert all(r["status"] == "done" for r in rows), rows
     rec = sum(r["duration_s"] for r in rows)
     loop = sum(r["duration_s"] / r["speed"] for r in rows)
-    return dict(wall=wall, recorded=rec, loop=loop, per_task=(wall - loop) / len(rows))
+    return dict(wall=wall, cpu=cpu, recorded=rec, loop=loop, per_task=(wall - loop) / len(rows))
 
 
 def fleet(inputs, out, params, engine, workers=None) -> float:
@@ -146,26 +132,20 @@ def main(argv=None) -> int:
         res = {label: [] for label in configs}
         for label, p in configs.items():          # warm-up: this process loads the compiled code once
             one_core(make_tasks(recs[:1], os.path.join(tmp, f"warm{len(p)}"), {"": p})[0])
-        rnea = []
         for k in range(args.repeat):
-            rnea.append(rnea_us())
             for label, p in configs.items():
                 out = os.path.join(tmp, f"one{k}")
                 shutil.rmtree(out, ignore_errors=True)
                 tasks, _ = make_tasks(recs, out, {"": p})
                 res[label].append(one_core(tasks))
-        rnea.append(rnea_us())
-        r_us = float(np.median(rnea))
-        print(f"1. one core (tasks in turn in this process); pinocchio rnea of the humanoid meanwhile {r_us:.2f} µs "
-              f"({RNEA_IDLE_US} µs on the idle development machine):")
+        print("1. one core (tasks in turn in this process; per CPU second of this process, and per wall second):")
         for label, rs in res.items():
-            speed = np.median([r["recorded"] / r["wall"] for r in rs])
+            speed = np.median([r["recorded"] / r["cpu"] for r in rs])
+            wall = np.median([r["recorded"] / r["wall"] for r in rs])
             loop = np.median([r["recorded"] / r["loop"] for r in rs])
             per_task = np.median([r["per_task"] for r in rs])
-            tick = 1e3 / speed                           # µs of a whole task per 1 ms tick
-            print(f"   {label:<28} {speed:5.1f}x real time per core: {tick:.0f} µs per tick = {tick / r_us:.1f} rnea "
-                  f"(≈ {1e3 / (tick / r_us * RNEA_IDLE_US):.0f}x at the idle rnea); replay loop alone {loop:5.1f}x; "
-                  f"{per_task:.2f} s per task besides the loop")
+            print(f"   {label:<28} {speed:5.1f}x real time per CPU second ({1e3 / speed:.0f} µs per 1 ms tick); "
+                  f"wall: {wall:5.1f}x, the replay loop alone {loop:5.1f}x, {per_task:.2f} s per task besides the loop")
         p = configs["covariance: true (shipped)"]
         cold = fleet(recs[:1], os.path.join(tmp, "cold"), p, "local", 1) - res[next(iter(res))][0]["wall"] / len(recs)
         print(f"   a worker process's start (spawn, imports, compiled-code cache; once per worker): {cold:.1f} s")

@@ -248,6 +248,20 @@ def test_local_engine(recordings, tmp_path, monkeypatch):
     _check_rerun(recordings, out, "local", workers=2)
 
 
+def test_local_engine_fails_a_recording_that_kills_every_worker(recordings, tmp_path, monkeypatch):
+    """A recording whose worker dies every time: reported after 1 + max_retries attempts; the
+    recordings replayed beside it when the pool broke are run again alone and complete."""
+    fleet = tmp_path / "fleet"
+    for name in ("alpha/r00", "alpha/r01", "alpha/r02"):
+        shutil.copytree(recordings["paths"][name], fleet / name)
+    monkeypatch.setenv(CRASH_ENV, "r00:")                    # no flag file: every time
+    rows = run_fleet([str(fleet)], str(tmp_path / "out"), [PARAMS], workers=2, max_retries=1, progress=False,
+                     report=False)
+    status = {r["recording"]: (r["status"], r.get("reason", "")) for r in rows}
+    assert status["r00"] == ("failed", "worker died: the worker process died in each of its 2 attempts")
+    assert status["r01"] == status["r02"] == ("done", "")
+
+
 @pytest.fixture(scope="module")
 def ray_session(tmp_path_factory):
     """One local Ray (2 CPUs) for the module; its workers kill themselves once on KILLED (the hook's

@@ -22,35 +22,42 @@ def _died(task, why: str) -> dict:
 def run_local(tasks, on_row, workers: int | None = None, max_retries: int = 3) -> None:
     """The tasks on ``workers`` processes of this machine (default: one per core), with
     :class:`concurrent.futures.ProcessPoolExecutor`. A worker that dies breaks the pool
-    (``BrokenProcessPool`` for every task not finished): those go to a new pool, and the ones that
-    had started replaying (a temporary folder left, :func:`~rbd_estimator.fleet.tasks.partials`) are
-    charged an attempt: one of them was the culprit."""
-    import multiprocessing as mp
-    from concurrent.futures import as_completed, ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
+    (``BrokenProcessPool`` for every task not finished). The tasks that had started replaying then (a
+    temporary folder left, :func:`~rbd_estimator.fleet.tasks.partials`) are suspects, charged an
+    attempt, and run again one at a time, so that the culprit alone is charged from then on; the
+    others go to a new pool."""
     workers = workers or os.cpu_count() or 1
     crashes = {t: 0 for t in tasks}
     left = list(tasks)
-    ctx = mp.get_context("spawn")               # a fresh interpreter: no thread or lock state forked
     while left:
-        broken = []
-        with ProcessPoolExecutor(max_workers=min(workers, len(left)), mp_context=ctx) as pool:
-            futures = {pool.submit(run_task, t): t for t in left}
-            for f in as_completed(futures):
-                try:
-                    on_row(f.result())
-                except BrokenProcessPool:
-                    broken.append(futures[f])
-        suspects = [t for t in broken if partials(t)] or broken
-        for t in suspects:
+        suspects = [t for t in left if crashes[t]]
+        group = suspects or left
+        broken = _pool(group, 1 if suspects else workers, on_row)
+        for t in [t for t in broken if partials(t)] or broken:
             crashes[t] += 1
-        left = []
-        for t in broken:
-            if crashes[t] > max_retries:
-                on_row(_died(t, f"the worker process died in each of its {crashes[t]} attempts"))
-            else:
-                left.append(t)
+        failed = [t for t in broken if crashes[t] > max_retries]
+        for t in failed:
+            on_row(_died(t, f"the worker process died in each of its {crashes[t]} attempts"))
+        finished = set(group).difference(broken).union(failed)
+        left = [t for t in left if t not in finished]
+
+
+def _pool(tasks, workers: int, on_row) -> list:
+    """Run ``tasks`` on a new pool of ``workers`` processes; the tasks it could not finish (broken)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    broken = []
+    ctx = mp.get_context("spawn")               # a fresh interpreter: no thread or lock state forked
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
+        futures = {pool.submit(run_task, t): t for t in tasks}
+        for f in as_completed(futures):
+            try:
+                on_row(f.result())
+            except BrokenProcessPool:
+                broken.append(futures[f])
+    return broken
 
 
 def run_ray(tasks, on_row, address: str | None = None, max_retries: int = 3, num_cpus: int | None = None) -> None:

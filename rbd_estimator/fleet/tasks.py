@@ -29,7 +29,8 @@ from dataclasses import dataclass
 MARKER = "_COMPLETE.json"
 PARTIAL = ".partial"
 #: test hook: ``<substring>:<file>``: the worker replaying a recording whose name contains
-#: ``substring`` kills itself (SIGKILL) in the middle of the replay, once (while ``file`` does not exist)
+#: ``substring`` kills itself (SIGKILL) in the middle of the replay, once (while ``file`` does not
+#: exist; every time with no file)
 CRASH_ENV = "RBD_ESTIMATOR_FLEET_CRASH_ONCE"
 
 
@@ -180,11 +181,12 @@ def _crash_hook(task: Task):
     if ":" not in spec:
         return None
     part, flag = spec.split(":", 1)
-    if part not in task.name or os.path.exists(flag):
+    if part not in task.name or (flag and os.path.exists(flag)):
         return None
 
     def progress(done_: int, total: int) -> None:     # after the first batch: the outputs half written
-        with open(flag, "w", encoding="utf-8") as fh:
-            fh.write(f"{os.getpid()}\n")
+        if flag:
+            with open(flag, "w", encoding="utf-8") as fh:
+                fh.write(f"{os.getpid()}\n")
         os.kill(os.getpid(), signal.SIGKILL)
     return progress
