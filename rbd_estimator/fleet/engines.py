@@ -22,8 +22,8 @@ def _died(task, why: str) -> dict:
 def run_local(tasks, on_row, workers: int | None = None, max_retries: int = 3) -> None:
     """The tasks on ``workers`` processes of this machine (default: one per core), with
     :class:`concurrent.futures.ProcessPoolExecutor`. A worker that dies breaks the pool
-    (``BrokenProcessPool`` for every task not finished). The tasks that had started replaying then (a
-    temporary folder left, :func:`~rbd_estimator.fleet.tasks.partials`) are suspects, charged an
+    (``BrokenProcessPool`` for every task not finished). The tasks that had started replaying in that
+    pool (a new temporary folder left, :func:`~rbd_estimator.fleet.tasks.partials`) are suspects, charged an
     attempt, and run again one at a time, so that the culprit alone is charged from then on; the
     others go to a new pool."""
     workers = workers or os.cpu_count() or 1
@@ -32,8 +32,9 @@ def run_local(tasks, on_row, workers: int | None = None, max_retries: int = 3) -
     while left:
         suspects = [t for t in left if crashes[t]]
         group = suspects or left
+        before = {t: set(partials(t)) for t in group}
         broken = _pool(group, 1 if suspects else workers, on_row)
-        for t in [t for t in broken if partials(t)] or broken:
+        for t in [t for t in broken if set(partials(t)) - before[t]] or broken:     # started in this pool
             crashes[t] += 1
         failed = [t for t in broken if crashes[t] > max_retries]
         for t in failed:
