@@ -5,26 +5,25 @@ Per-recording table ``<output>/<recording>/ticks.parquet`` (schema version 1; th
 :mod:`rbd_estimator.replay.ticklog`, one column per joint and wrench component; SI units, wrenches
 in each contact frame, ``[fx, fy, fz, tx, ty, tz]``):
 
-==========================  ===========================  ============================================
-column                      type                         meaning
-==========================  ===========================  ============================================
-``time_ns``                 int64                        log (receive) time of the tick, ns
-``stamp_ns``                int64                        joint-state header stamp (the bag's estimates'), ns
-``estimated``               bool                         an estimate was published this tick
-``reason``                  dictionary<string>           why not ("" when estimated)
-``tau/<joint>``             float64                      joint torque, N·m (N: prismatic); NaN without estimate
-``wrench/<contact>/<c>``    float64                      contact wrench component ``c`` in fx fy fz tx ty tz
-``tau_var/<joint>``         float64                      posterior variance of the torque; NaN when
-                                                         ``covariance: false``
-``wrench_var/<contact>/<c>``  float64                    diagonal of the wrench's covariance; likewise
-``chi2``                    float64                      whitened residual's squared norm
-``dof``                     int32                        its degrees of freedom (-1 without estimate)
-``condition``               float64                      the factorisation's condition estimate
-``in_contact/<contact>``    bool                         contact state
-``subset``                  dictionary<string>           contact subset label (``l_foot+r_foot``)
-``plan_missing``            dictionary<string>           sensors the plan in use does without
-``excluded``                dictionary<string>           sensors excluded as inconsistent (fault monitor)
-==========================  ===========================  ============================================
+============================  ==================  ======================================================
+column                        type                meaning
+============================  ==================  ======================================================
+``time_ns``                   int64               log (receive) time of the tick, ns
+``stamp_ns``                  int64               joint-state header stamp (the bag's estimates'), ns
+``estimated``                 bool                an estimate was published this tick
+``reason``                    dictionary<string>  why not ("" when estimated)
+``tau/<joint>``               float64             joint torque, N·m (N: prismatic); NaN without estimate
+``wrench/<contact>/<c>``      float64             wrench component ``c`` (fx fy fz tx ty tz)
+``tau_var/<joint>``           float64             posterior variance of the torque; NaN: covariance off
+``wrench_var/<contact>/<c>``  float64             diagonal of the wrench's covariance; likewise
+``chi2``                      float64             whitened residual's squared norm
+``dof``                       int32               its degrees of freedom (-1 without estimate)
+``condition``                 float64             the factorisation's condition estimate
+``in_contact/<contact>``      bool                contact state
+``subset``                    dictionary<string>  contact subset label (``l_foot+r_foot``)
+``plan_missing``              dictionary<string>  sensors the plan in use does without
+``excluded``                  dictionary<string>  sensors excluded as inconsistent (fault monitor)
+============================  ==================  ======================================================
 
 The file's key-value metadata ``rbd_estimator`` holds JSON: schema version, recording, robot,
 joint and contact names.
@@ -166,8 +165,9 @@ class RecordingStats:
                     time_in_subset=dict(self.time_in_subset))
 
 
-#: the summary table's columns: name → pyarrow type factory (module docstring of :mod:`rbd_estimator.fleet`)
 def summary_schema():
+    """The fleet summary's columns (docs/fleet.md): a row per recording, maps for the per-joint,
+    per-reason and per-subset figures."""
     import pyarrow as pa
     counts, floats = pa.map_(pa.string(), pa.int64()), pa.map_(pa.string(), pa.float64())
     return pa.schema([("recording", pa.string()), ("input", pa.string()), ("robot", pa.string()),

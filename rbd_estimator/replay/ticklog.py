@@ -6,8 +6,8 @@ Rows arrive in order from both of the replay's paths: a block at a time from the
 loop (:meth:`TickLog.add_block`: all sensors fresh, main plan, every contact in contact) and one at
 a time from the per-message path (:meth:`TickLog.add_tick`). They are kept in memory, or handed in
 chunks of about ``chunk`` rows to ``flush(columns, joint_names, contact_names)`` (the fleet writes
-each chunk as a Parquet row group: :mod:`rbd_estimator.fleet.tables`). A chunk's columns (``n`` rows, ``nj`` joints, ``nc``
-contacts; units SI, wrenches ``[fx, fy, fz, tx, ty, tz]`` in each contact frame):
+each chunk as a Parquet row group: :mod:`rbd_estimator.fleet.tables`). A chunk's columns (``n``
+rows, ``nj`` joints, ``nc`` contacts; units SI, wrenches ``[fx, fy, fz, tx, ty, tz]`` in each contact frame):
 
 =================  ====================  ==========================================================
 ``time_ns``        int64 (n)             log time of the tick (the joint state's receive time), ns
