@@ -89,7 +89,8 @@ def _fleet_parser(sub) -> None:
                     help="URDF (per robot as --params); default: the parameters', else the recording's topic")
     fp.add_argument("--engine", choices=("local", "ray"), default="local",
                     help="local: this machine's cores, no Ray needed (default); ray: a Ray cluster")
-    fp.add_argument("--workers", type=int, help="local engine: worker processes (default: one per core)")
+    fp.add_argument("--workers", type=int, help="worker processes (default: one per core); with --engine ray and "
+                                                "no --address: the CPUs of the local Ray")
     fp.add_argument("--address", help="ray engine: the cluster's address (default: a local Ray started here)")
     fp.add_argument("--max-retries", type=int, default=3, help="runs of a task whose worker died (default 3)")
     fp.add_argument("--copy-inputs", action="store_true", help="also copy the input topics into the estimate bags")

@@ -68,7 +68,7 @@ def run_fleet(inputs, output: str, params, robot_descriptions=None, engine: str 
     for row in list(rows.values()):
         arrived(row)
     run = engines.ENGINES[engine]
-    kw = dict(address=address) if engine == "ray" else dict(workers=workers)
+    kw = dict(address=address, num_cpus=workers) if engine == "ray" else dict(workers=workers)
     try:
         run(tasks, arrived, max_retries=max_retries, **kw)
     finally:
