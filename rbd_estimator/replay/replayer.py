@@ -354,5 +354,10 @@ class Replayer:
         return dict(times=cols["time_ns"][ok], stamps=cols["stamp_ns"][ok], tau=cols["tau"][ok],
                     wrenches=cols["wrench"][ok], joint_names=self.joint_names, contact_names=self.contact_names)
 
+    times = property(lambda self: self.results()["times"], doc="log times of the estimates (ns), as results()")
+    stamps = property(lambda self: self.results()["stamps"], doc="header stamps of the estimates (ns)")
+    tau = property(lambda self: self.results()["tau"], doc="joint torques of the estimates (estimates × joints)")
+    wrenches = property(lambda self: self.results()["wrenches"], doc="contact wrenches (estimates × contacts × 6)")
+
 
 
