@@ -88,7 +88,8 @@ setup(
     ],
     extras_require={
         'oracle': oracle,
-        'replay': ['mcap', 'matplotlib'],
+        'replay': ['mcap', 'matplotlib', 'pyarrow'],
+        'fleet': ['mcap', 'matplotlib', 'pyarrow', 'ray'],
         'test': oracle + ['pytest', 'example-robot-data', 'matplotlib', 'mcap', 'mujoco'],
     },
     cmdclass={'install': install, 'develop': develop},

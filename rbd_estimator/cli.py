@@ -3,10 +3,13 @@
     rbd-estimator warm-cache [ROBOT ...]
     rbd-estimator replay INPUT OUTPUT --params config.yaml [--robot-description URDF] [--plot FILE]
                                       [--storage mcap|sqlite3] [--no-compress] [--namespace NS]
+    rbd-estimator replay-fleet RECORDING ... -o OUTPUT --params [ROBOT=]FILE ... [--engine local|ray]
 
 ``warm-cache`` compiles the kernels of the shipped configurations into the package's cache
 (:mod:`rbd_estimator.warm`), so that the first ``configure`` takes seconds. ``replay`` runs the estimator node's tick logic over a rosbag2 recording (MCAP or sqlite3) and writes
-the input topics plus the estimate topics to a new bag (see :mod:`rbd_estimator.replay`). Exit
+the input topics plus the estimate topics to a new bag (see :mod:`rbd_estimator.replay`);
+``replay-fleet`` does it for many recordings in parallel, with tables and a report
+(:mod:`rbd_estimator.fleet`). ``replay`` exit
 status: 0 on success, 1 when the input ended early or was corrupt (the partial output is a valid
 bag), 2 when the replay could not start.
 """
@@ -54,6 +57,51 @@ def _replay(args) -> int:
     return 0
 
 
+def _replay_fleet(args) -> int:
+    from .fleet import FleetError, run_fleet, text
+    from .replay import ReplayError
+
+    try:
+        rows = run_fleet(args.inputs, args.output, args.params, args.robot_description, engine=args.engine,
+                         workers=args.workers, address=args.address, max_retries=args.max_retries,
+                         report=not args.no_report, progress=not args.quiet, copy_inputs=args.copy_inputs,
+                         compress=not args.no_compress, storage=args.storage, namespace=args.namespace,
+                         node_name=args.node_name)
+    except (FleetError, ReplayError, ImportError) as exc:
+        print(f"rbd-estimator replay-fleet: error: {exc}", file=sys.stderr)
+        return 2
+    print(text(rows))
+    return 1 if any(r["status"] in ("failed", "partial") for r in rows) else 0
+
+
+def _fleet_parser(sub) -> None:
+    fp = sub.add_parser("replay-fleet", help="replay many recordings in parallel (local cores or Ray)",
+                        description="Replay every recording (one task each) into OUTPUT/<recording>/: the estimate "
+                                    "bag as 'replay' writes it, a Parquet table with a row per tick, a completion "
+                                    "marker; then OUTPUT/fleet_summary.parquet and fleet_report.png/.pdf. Complete "
+                                    "recordings are skipped. See docs/fleet.md.")
+    fp.add_argument("inputs", nargs="+", help="recordings (rosbag2 folders), folders of recordings, or globs")
+    fp.add_argument("-o", "--output", required=True, help="output folder (created; reruns skip what is complete)")
+    fp.add_argument("--params", action="append", required=True, metavar="[ROBOT=]FILE",
+                    help="parameter file for every recording, or per robot: a recording belongs to ROBOT when a "
+                         "folder of its path is named ROBOT (repeat the option)")
+    fp.add_argument("--robot-description", action="append", metavar="[ROBOT=]URDF",
+                    help="URDF (per robot as --params); default: the parameters', else the recording's topic")
+    fp.add_argument("--engine", choices=("local", "ray"), default="local",
+                    help="local: this machine's cores, no Ray needed (default); ray: a Ray cluster")
+    fp.add_argument("--workers", type=int, help="worker processes (default: one per core); with --engine ray and "
+                                                "no --address: the CPUs of the local Ray")
+    fp.add_argument("--address", help="ray engine: the cluster's address (default: a local Ray started here)")
+    fp.add_argument("--max-retries", type=int, default=3, help="runs of a task whose worker died (default 3)")
+    fp.add_argument("--copy-inputs", action="store_true", help="also copy the input topics into the estimate bags")
+    fp.add_argument("--storage", choices=("mcap", "sqlite3"), help="estimate bags' storage (default: mcap)")
+    fp.add_argument("--no-compress", action="store_true", help="MCAP: no zstd chunk compression")
+    fp.add_argument("--namespace", default="/", help="the node's namespace (default /)")
+    fp.add_argument("--node-name", default="rbd_estimator", help="the node's name (output topics)")
+    fp.add_argument("--no-report", action="store_true", help="no report figure")
+    fp.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="rbd-estimator", description="rbd_estimator command-line tools")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -81,7 +129,10 @@ def main(argv=None) -> int:
                     help="pick the parameter-file section of --node-name (files with several nodes)")
     rp.add_argument("--plot", metavar="FILE", help="save a figure of torques and contact wrenches over time")
     rp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _fleet_parser(sub)
     args = ap.parse_args(argv)
+    if args.command == "replay-fleet":
+        return _replay_fleet(args)
     if args.command == "replay":
         return _replay(args)
     if args.command == "warm-cache":

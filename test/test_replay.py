@@ -358,9 +358,9 @@ def test_compiled_batch_loop_and_per_message_path_agree(tmp_path, monkeypatch):
     output bag, message for message, and the same counters."""
     from rbd_estimator.replay import Replayer
     bag = _eventful(tmp_path)
-    fast, rep_fast = replay_bag(bag, str(tmp_path / "fast"), load_config(PARAMS), compress=False)
+    fast, rep_fast = replay_bag(bag, str(tmp_path / "fast"), load_config(PARAMS), compress=False, collect=True)
     monkeypatch.setattr(Replayer, "_batch_ok", lambda self: False)
-    slow, rep_slow = replay_bag(bag, str(tmp_path / "slow"), load_config(PARAMS), compress=False)
+    slow, rep_slow = replay_bag(bag, str(tmp_path / "slow"), load_config(PARAMS), compress=False, collect=True)
     assert not fast.error and not slow.error
     assert fast.undecodable == slow.undecodable == {"/imu": 2}
     assert fast.rejected == slow.rejected
@@ -376,6 +376,12 @@ def test_compiled_batch_loop_and_per_message_path_agree(tmp_path, monkeypatch):
     assert len(ma) == len(mb) and ma == mb
     degraded = [m for m in ma if m[0] == "/rbd_estimator/joint_torques"]
     assert len(degraded) == fast.estimates
+    # and the same tick log (the fleet's table: residual, condition, plan, reasons), row for row
+    a, b = rep_fast.log.columns(), rep_slow.log.columns()
+    assert len(a["time_ns"]) == fast.ticks and int(a["estimated"].sum()) == fast.estimates
+    for k in a:
+        assert np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f"), k
+    assert set(a["plan_missing"]) >= {"", "l_foot_ft_sensor"} and (a["chi2"][a["estimated"]] > 0).all()
 
 
 def test_missing_joint_states_topic_is_explained(tmp_path):

@@ -74,7 +74,7 @@ def _open_input(path: str, summary: ReplaySummary):
 def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str | None = None, *,
                storage: str | None = None, compress: bool = True, namespace: str = "/",
                node_name: str = "rbd_estimator", collect: bool = False, progress=None,
-               copy_inputs: bool = True):
+               copy_inputs: bool = True, flush=None):
     """Replay ``input_path`` into a new bag ``output_path`` (a directory; it must not exist).
 
     ``xml``: the URDF; None takes the ``robot_description`` parameter of ``config`` or, when empty,
@@ -82,7 +82,9 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     chunks with ``compress``) or ``sqlite3`` (default when ``output_path`` ends in ``.db3``).
     ``copy_inputs=False`` writes the estimate topics only (not the input topics the estimate read:
     about twice as fast, since writing through rosbags' public writer is the replay's main cost).
-    ``progress(done, total)`` is called now and then. Returns ``(summary, replayer)``; a truncated or
+    ``collect``: log every tick (``replayer.log``, :mod:`~rbd_estimator.replay.ticklog`), in chunks to
+    ``flush(columns, joint_names, contact_names)`` when given. ``progress(done, total)`` is called
+    now and then. Returns ``(summary, replayer)``; a truncated or
     corrupt recording sets ``summary.error`` (the output holds what was replayed and is a valid bag).
     Raises :class:`ReplayError` when the replay cannot start.
     """
@@ -112,7 +114,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                 raise ReplayError(f"no robot description: the parameter 'robot_description' is empty and the bag "
                                   f"has no std_msgs/String on '{topic}'. Pass --robot-description URDF")
         try:
-            rep = Replayer(xml, config, namespace=namespace, node_name=node_name, collect=collect)
+            rep = Replayer(xml, config, namespace=namespace, node_name=node_name, collect=collect, flush=flush)
         except ConfigError as exc:
             raise ReplayError(f"invalid parameters: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - planning errors say what to change
@@ -205,6 +207,8 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     finally:
         writer.close()
         reader.close()
+    if rep.log is not None:
+        rep.log.close()
     summary.ticks, summary.estimates = rep.core.ticks, rep.core.outputs
     summary.stale_timer_ticks = rep.stale_timer_ticks
     summary.received, summary.rejected = rep.session.input_counts()

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..estimation import SensorConfig
+from ..estimation.contacts import subset_label
 from ..runtime.input_core import CDR_ERROR
 from ..runtime.offsets import OFFSETS_TOPIC
 from ..runtime.session import FAULTS_TOPIC, VARIANCE_TOPIC, Session
+from .ticklog import TickLog
 
 
 class ReplayError(RuntimeError):
@@ -84,7 +86,7 @@ class Replayer:
     """
 
     def __init__(self, xml: str, config: SensorConfig, namespace: str = "/", node_name: str = "rbd_estimator",
-                 collect: bool = False):
+                 collect: bool = False, flush=None):
         self.session = s = Session(xml, config)
         self.config, self.settings = config, s.settings
         self.joint_names, self.contact_names = s.joint_names, s.contact_names
@@ -117,8 +119,10 @@ class Replayer:
         self.tick_on_js = s.tick_on_js
         self.period_ns = int(round(1e9 / s.settings.rate_hz))
         self._next_timer = None
-        self.collect = collect
-        self.times, self.stamps, self.tau, self.wrenches = [], [], [], []
+        #: every tick as a row (``collect``; :mod:`~rbd_estimator.replay.ticklog`), handed in chunks to
+        #: ``flush(columns, joint_names, contact_names)`` when given, else kept for :meth:`results`
+        self.log = TickLog(self.joint_names, self.contact_names, flush) if collect else None
+        self._all_contacts = subset_label(self.contact_names)      # the subset of fixed contacts
 
     inputs = property(lambda self: self.session.inputs, doc="the session's input state")
     plans = property(lambda self: self.session.plans, doc="the session's plans")
@@ -151,16 +155,38 @@ class Replayer:
         self._collecting(now, lambda: self.session.tick(now, stamp))
 
     def _collecting(self, now: int, call):
-        """``call()`` (a handler or a tick at ``now``), keeping the estimate it made (``collect``)."""
-        before = self.core.outputs
+        """``call()`` (a handler or a tick at ``now``), logging the tick it made (``collect``)."""
+        if self.log is None:
+            return call()
+        core = self.core
+        before = (core.ticks, core.outputs, core.estimate_failures, core.nonfinite_outputs,
+                  core.ill_posed_subset_ticks)
         out = call()
-        if self.collect and self.core.outputs > before:
-            r = self.core.last_result
-            self.times.append(now)
-            self.stamps.append(self.inputs.joint_states.stamp_ns)
-            self.tau.append(np.array(r.tau))
-            self.wrenches.append(np.array(r.contact_wrenches))
+        if core.ticks > before[0]:
+            self._log_tick(now, before)
         return out
+
+    def _log_tick(self, now: int, before: tuple) -> None:
+        """The tick just made, as a row of :attr:`log` (why it has no estimate, from the counters)."""
+        core, c = self.core, self.contacts
+        done = core.outputs > before[1]
+        plan = core.plan_in_use
+        missing = plan.missing if done and plan is not None else core.last_missing[0]
+        excluded = core.faults.flagged if core.faults is not None else ()
+        reason = ""
+        if not done:
+            if core.estimate_failures > before[2]:
+                reason = "estimate failed"
+            elif core.nonfinite_outputs > before[3]:
+                reason = "non-finite estimate"
+            elif core.ill_posed_subset_ticks > before[4]:
+                reason = f"ill-posed contact subset {c.label(c.mask)}"
+            elif core.last_missing[1]:
+                reason = "no plan without " + ", ".join(sorted(core.last_missing[0]))
+            else:
+                reason = "inconsistent sensors (fault monitor)"
+        self.log.add_tick(now, self.inputs.joint_states.stamp_ns, core.last_result if done else None, reason,
+                          c.active, c.label(c.mask) if c.switchable else self._all_contacts, missing, excluded)
 
     def feed(self, topic: str, raw, now: int) -> int:
         """One serialized message received at ``now`` (ns) on ``topic`` (resolved name); returns
@@ -250,18 +276,18 @@ class Replayer:
 
     def _results_for(self, n: int):
         """Result rows of the compiled loop: torques, wrenches, the covariance buffer (empty when
-        not published), log times, stamps, triggering messages."""
+        not published), condition estimate and χ², log times, stamps, triggering messages."""
         nj, nc = len(self.joint_names), len(self.contact_names)
         m = max(1, n)
         ncov = (nj + 36 * nc) if self.covariance_topics else 0
-        return (np.zeros((m, nj)), np.zeros((m, 6 * nc)), np.zeros((m, ncov)), np.zeros(m, np.int64),
+        return (np.zeros((m, nj)), np.zeros((m, 6 * nc)), np.zeros((m, ncov)), np.zeros((m, 2)), np.zeros(m, np.int64),
                 np.zeros(m, np.int64), np.zeros(m, np.int64))
 
     def _segment(self, batch, n_in: int, a: int, b: int, res, nt: int):
         """Input messages ``a…b`` of ``batch`` interleaved with the ``nt`` estimates in ``res`` (each
         set right after the joint state that triggered it), as one batch."""
         from .bag_io import RawBatch
-        tau, w, cov, times, stamps, msg = (x[:nt] for x in res)
+        tau, w, cov, _, times, stamps, msg = (x[:nt] for x in res)
         per = len(self._templates)
         src_start, src_len = batch.start[a:b + 1], batch.length[a:b + 1]
         d0 = int(src_start.min()) if b >= a else 0
@@ -311,13 +337,11 @@ class Replayer:
         return out
 
     def _collect_rows(self, res, nt: int) -> None:
-        if not self.collect or not nt:
+        if self.log is None or not nt:
             return
-        tau, w, _, times, stamps, _ = res
-        self.times.extend(times[:nt].tolist())
-        self.stamps.extend(stamps[:nt].tolist())
-        self.tau.extend(np.array(tau[:nt]))
-        self.wrenches.extend(np.array(w[:nt]).reshape(-1, len(self.contact_names), 6))
+        tau, w, cov, info, times, stamps, _ = (x[:nt] for x in res)
+        self.log.add_block(times, stamps, tau, w, cov, info, self.plans.main.estimator.residual_dof,
+                           self._all_contacts)
 
     def finish(self, now: int) -> None:
         """The end of the recording (timer ticks up to its last message)."""
@@ -326,12 +350,18 @@ class Replayer:
 
     # ------------------------------------------------------------------ results
     def results(self) -> dict:
-        """Collected estimates (``collect=True``): ``times`` (log time, ns), ``stamps`` (header stamps,
-        ns), ``tau`` (ticks × joints), ``wrenches`` (ticks × contacts × 6)."""
-        nj, nc = len(self.joint_names), len(self.contact_names)
-        return dict(times=np.array(self.times, dtype=np.int64), stamps=np.array(self.stamps, dtype=np.int64),
-                    tau=np.array(self.tau).reshape(-1, nj), wrenches=np.array(self.wrenches).reshape(-1, nc, 6),
-                    joint_names=self.joint_names, contact_names=self.contact_names)
+        """The estimates collected (``collect=True``, no ``flush``): ``times`` (log time, ns),
+        ``stamps`` (header stamps, ns), ``tau`` (estimates × joints), ``wrenches`` (estimates ×
+        contacts × 6); every tick's row, with or without estimate, is in :attr:`log`."""
+        cols = self.log.columns()
+        ok = cols["estimated"]
+        return dict(times=cols["time_ns"][ok], stamps=cols["stamp_ns"][ok], tau=cols["tau"][ok],
+                    wrenches=cols["wrench"][ok], joint_names=self.joint_names, contact_names=self.contact_names)
+
+    times = property(lambda self: self.results()["times"], doc="log times of the estimates (ns), as results()")
+    stamps = property(lambda self: self.results()["stamps"], doc="header stamps of the estimates (ns)")
+    tau = property(lambda self: self.results()["tau"], doc="joint torques of the estimates (estimates × joints)")
+    wrenches = property(lambda self: self.results()["wrenches"], doc="contact wrenches (estimates × contacts × 6)")
 
 
 

@@ -28,8 +28,8 @@ _kernel = compiled_tick()
 
 
 @njit
-def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, chi2_max, K, res_tau, res_w, res_cov, res_time,
-        res_stamp, res_msg, k0):
+def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, chi2_max, K, res_tau, res_w, res_cov, res_info,
+        res_time, res_stamp, res_msg, k0):
     """Messages ``i0…`` of a batch (connection index ``conn[i]``, log time ``time[i]`` in ns, bytes
     ``data[start[i]:start[i] + length[i]]``; ``slot_of[conn]`` the input slot) through the input
     handling and, on every ready joint state, the main plan's estimate (``K``: the structured
@@ -37,7 +37,8 @@ def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, chi2_max, K
     whose whitened residual's ``χ²`` exceeds ``chi2_max`` goes to Python, to the fault monitor). Results
     go to row ``k`` of ``res_tau`` (joint torques, N·m), ``res_w`` (contact wrenches, flattened
     ``n_c × 6``), ``res_cov`` (the estimate's covariance buffer: torque variances, then each contact's
-    6 × 6; zero columns when it is not published), ``res_time`` (log time), ``res_stamp`` (joint-state stamp, ns), ``res_msg`` (the
+    6 × 6; zero columns when it is not published), ``res_info`` (the condition estimate and the
+    residual's χ²), ``res_time`` (log time), ``res_stamp`` (joint-state stamp, ns), ``res_msg`` (the
     triggering message) from ``k0`` on. Returns ``(i, k, code)``: the message where it stopped, the
     next result row, and why (:data:`DONE`: all handled; :data:`TICK_PENDING`: message ``i`` was
     taken in and its tick is for Python; otherwise message ``i`` was not taken in)."""
@@ -69,6 +70,8 @@ def run(I, F, conn, time, data, start, length, slot_of, i0, main_ok, chi2_max, K
             res_w[k, j] = out[nj + j]
         for j in range(res_cov.shape[1]):
             res_cov[k, j] = cov[j]
+        res_info[k, 0] = S[ip[H_SINFO] + 2]
+        res_info[k, 1] = S[ip[H_SINFO] + 3]
         res_time[k] = time[i]
         res_stamp[k] = I[I[core.H_SLOTS] + core.S_STAMP]
         res_msg[k] = i
