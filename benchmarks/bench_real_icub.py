@@ -20,8 +20,24 @@ The variants differ in how q̇, q̈ (and the IMU's ω̇) are obtained:
   forwards and backwards (``scipy.signal.filtfilt``) on the positions and the gyro, then central
   differences; the library's ``estimate`` on every sample.
 
-:data:`VARIANTS` lists them as (label, node parameters, causal); a variant with more node parameters
-(e.g. online offset tracking) is one more entry. Run::
+**Offset tracking** (docs/offsets.md), two causal protocols in which the left-out sensor enters
+nothing that is evaluated (every row is evaluated after :data:`STILL_S` s):
+
+* *online, one sensor*: the leave-one-out configuration tracks the measured foot's offset
+  (ρ = 0.1 N/√s). It is observable there: the base's Newton–Euler equations with the accelerometer
+  give the total force and the moment balance about the centre of mass its split between the feet;
+  the one free direction, a squeeze along the line between the feet (which the left sole's 1.1° roll
+  turns into normal force), is bounded by the contact prior (:data:`PRIOR`). Under the default weak
+  prior (1e4 m·g) the tracker does not move it (offset 0, σ 50 N after 3 s);
+* *still phase, then held*: both feet measured, both offsets tracked (ρ = 0.1 N/√s, contact prior at
+  the weight, as ``test_offsets_replay.py``) through the node's session over the still phase only
+  (0–:data:`STILL_S` s); the leave-one-out run subtracts the measured foot's value from its readings.
+
+Two references for the left-out foot: its logged force, and its logged force minus its own
+still-phase offset (the tracker's value of the true force, from 0–:data:`STILL_S` s only).
+
+:data:`VARIANTS` lists them as (label, node parameters, causal); ``offset_drift`` tracks the measured
+foot's offset, ``still_phase_offsets`` applies the still phase's. Run::
 
     .venv/bin/python benchmarks/bench_real_icub.py [--data DIR]
 """
@@ -54,7 +70,16 @@ VARIANTS = [
     ("Kalman filter, constant jerk", KALMAN, True),
     ("Kalman filter, its σ_a to the estimator", dict(KALMAN, joint_acceleration_stddev_from_filter=True), True),
     (f"zero-phase Butterworth {ZERO_PHASE_HZ:g} Hz (filtfilt)", {}, False),
+    ("Kalman filter, the measured foot's offset tracked online", dict(KALMAN, offset_drift=0.1), True),
+    ("Kalman filter, both feet's offsets tracked in the still phase, then held",
+     dict(KALMAN, still_phase_offsets=True), True),
 ]
+#: the still phase (README of the recording: the robot stands still for ≈1.4 s): offsets tracked with
+#: both sensors up to here; every row is evaluated after it
+STILL_S = 1.4
+#: the still phase's offset tracking: ρ (N/√s) and the contact prior (units of the weight) that
+#: determines the sum of the two offsets (docs/offsets.md, test_offsets_replay.py)
+TRACK_DRIFT, TRACK_PRIOR = 0.1, 1.0
 
 
 def icub_xml(data: str) -> str:
@@ -75,18 +100,23 @@ def icub_xml(data: str) -> str:
 PRIOR = 0.3
 
 
-def config(measured: str, extra: dict):
-    """IMU (ω̇ from the gyro) and the normal force of foot ``measured``; node parameters ``extra``."""
+def config(measured, extra: dict):
+    """IMU (ω̇ from the gyro) and the normal force of foot ``measured`` (a name, or a tuple of them);
+    node parameters ``extra``, whose ``offset_drift`` (N/√s) tracks the measured feet's offsets."""
     from rbd_estimator import SensorConfig
     from rbd_estimator.runtime.params import NODE_KEYS
-    name, topic, contact = next(f for f in FEET if f[0] == measured)
+    extra = dict(extra)
+    drift = extra.pop("offset_drift", 0.0)
+    extra.setdefault("contact_prior_stddev", PRIOR)
+    feet = [f for f in FEET if f[0] in ((measured,) if isinstance(measured, str) else measured)]
     return SensorConfig.from_dict(dict(
         floating_base=True, joint_states_topic="/joint_states", oracle_every_n=0, fault_false_alarm_rate=0.0,
-        contact_prior_stddev=PRIOR,
         imu=dict(frame="root_link_imu_frame", topic="/imu", use_angular_acceleration=True),
         contacts=["l_foot", "r_foot"],
         contact=dict(l_foot=dict(frame="l_sole", type="point_force"), r_foot=dict(frame="r_sole", type="point_force")),
-        foot_force_sensors=[name], foot_force={name: dict(contact=contact, topic=topic, stddev=5.0)}, **extra),
+        foot_force_sensors=[f[0] for f in feet],
+        foot_force={name: dict(contact=contact, topic=topic, stddev=5.0, offset_drift=drift)
+                    for name, topic, contact in feet}, **extra),
         node_keys=NODE_KEYS)
 
 
@@ -123,14 +153,47 @@ def read_recording(data: str) -> dict:
     return dict(raw=raw, **arrays)
 
 
-def causal(xml: str, rec: dict, measured: str, extra: dict) -> dict:
-    """Every message through the replay's tick logic (the node's); estimates by joint-state stamp."""
+def causal(xml: str, rec: dict, measured: str, extra: dict, offsets: dict | None = None) -> dict:
+    """Every message through the replay's tick logic (the node's); estimates by joint-state stamp.
+    ``offsets`` ({sensor: N}): subtracted from the measured foot's readings."""
     from rbd_estimator.replay import Replayer
     rep = Replayer(xml, config(measured, extra), collect=True)
-    for topic, t, b in rec["raw"]:
+    raw = rec["raw"] if offsets is None else corrected(rec["raw"], measured, offsets[measured])
+    for topic, t, b in raw:
         rep.feed(topic, b, t)
     res = rep.results()
     return dict(stamps=res["stamps"], fz=res["wrenches"][:, :, 2])
+
+
+def still_phase_offsets(xml: str, rec: dict, extra: dict, until_s: float = STILL_S) -> dict:
+    """``{sensor: offset (N)}``: both feet's normal forces measured, both offsets tracked
+    (:data:`TRACK_DRIFT`, contact prior :data:`TRACK_PRIOR`), every message of the first ``until_s``
+    seconds through the replay's tick logic (the node's session); the tracker's state at the end."""
+    from rbd_estimator.replay import Replayer
+    cfg = config(tuple(f[0] for f in FEET), dict(extra, offset_drift=TRACK_DRIFT, contact_prior_stddev=TRACK_PRIOR))
+    rep = Replayer(xml, cfg)
+    end = rec["raw"][0][1] + int(until_s * 1e9)
+    for topic, t, b in rec["raw"]:
+        if t > end:
+            break
+        rep.feed(topic, b, t)
+    tr = rep.core.offsets
+    return {lab.split()[0]: float(o) for lab, o in zip(tr.labels, tr.offsets)}
+
+
+def corrected(raw: list, sensor: str, offset: float) -> list:
+    """``raw`` with ``offset`` (N) subtracted from every reading of foot-force ``sensor``."""
+    from rosbags.typesys import Stores, get_typestore
+    ts, kind = get_typestore(Stores.ROS2_HUMBLE), "std_msgs/msg/Float64MultiArray"
+    topic = next(f[1] for f in FEET if f[0] == sensor)
+    out = []
+    for tp, t, b in raw:
+        if tp == topic:
+            m = ts.deserialize_cdr(b, kind)
+            m.data = m.data - offset
+            b = bytes(ts.serialize_cdr(m, kind))
+        out.append((tp, t, b))
+    return out
 
 
 def zero_phase(xml: str, rec: dict, measured: str) -> dict:
@@ -177,29 +240,36 @@ def com_reference(xml: str, rec: dict) -> tuple[float, np.ndarray]:
     return mass, mass * (G + np.gradient(np.gradient(cz, dt), dt))
 
 
-def evaluate(xml: str, rec: dict, variants=VARIANTS, skip_s: float = 0.5) -> list[dict]:
-    """Per variant: leave-one-out RMS of each foot (N), their mean, and the sum's RMS against
-    m·(g + c̈_z) (N); the first ``skip_s`` seconds (filters starting) left out."""
+def evaluate(xml: str, rec: dict, variants=VARIANTS, skip_s: float = STILL_S) -> list[dict]:
+    """Per variant: leave-one-out RMS and mean error of each foot (N) against its logged force, their
+    mean, the same against the logged force minus its still-phase offset (``* tracked ref``), and the
+    sum's RMS against m·(g + c̈_z) (N); the first ``skip_s`` seconds (filters starting, the still
+    phase's offset tracking) left out. ``row["offsets"]``: the still phase's tracked offsets."""
     mass, total_ref = com_reference(xml, rec)
     weight = mass * G
     logged = {"l_foot_force": rec["left"], "r_foot_force": rec["right"]}
     index = {int(t): k for k, t in enumerate(rec["t"])}
     t0 = rec["t"][0] + int(skip_s * 1e9)
+    still = still_phase_offsets(xml, rec, KALMAN)
     rows = []
     for label, extra, is_causal in variants:
-        row = dict(label=label, causal=is_causal, weight=weight)
+        extra = dict(extra)
+        held = still if extra.pop("still_phase_offsets", False) else None
+        row = dict(label=label, causal=is_causal, weight=weight, offsets=still)
         sums = []
         for measured, other in (("r_foot_force", "l_foot_force"), ("l_foot_force", "r_foot_force")):
-            res = causal(xml, rec, measured, extra) if is_causal else zero_phase(xml, rec, measured)
+            res = causal(xml, rec, measured, extra, held) if is_causal else zero_phase(xml, rec, measured)
             keep = res["stamps"] >= t0
             k = np.array([index[int(s)] for s in res["stamps"][keep]])
             fz = res["fz"][keep]
             est_other = fz[:, 0 if other.startswith("l") else 1]
             e = est_other - logged[other][k]
-            row[other] = float(np.sqrt(np.mean(e ** 2)))
-            row[other + " bias"] = float(np.mean(e))
+            for ref, e in (("", e), (" tracked ref", e + still[other])):
+                row[other + ref] = float(np.sqrt(np.mean(e ** 2)))
+                row[other + ref + " bias"] = float(np.mean(e))
             sums.append(fz.sum(axis=1) - total_ref[k])
-        row["loo"] = 0.5 * (row["l_foot_force"] + row["r_foot_force"])
+        for ref in ("", " tracked ref"):
+            row["loo" + ref] = 0.5 * (row["l_foot_force" + ref] + row["r_foot_force" + ref])
         row["loo_centred"] = 0.5 * sum(np.sqrt(row[f] ** 2 - row[f + " bias"] ** 2)
                                        for f in ("l_foot_force", "r_foot_force"))
         row["sum"] = float(np.sqrt(np.mean(np.concatenate(sums) ** 2)))
@@ -207,8 +277,9 @@ def evaluate(xml: str, rec: dict, variants=VARIANTS, skip_s: float = 0.5) -> lis
     keep = rec["t"] >= t0
     logged_sum = rec["left"][keep] + rec["right"][keep] - total_ref[keep]
     nan = float("nan")
-    rows.append(dict(label="logged sum (no estimate)", causal=None, weight=weight, loo=nan, loo_centred=nan,
-                     l_foot_force=nan, r_foot_force=nan, **{"l_foot_force bias": nan, "r_foot_force bias": nan},
+    rows.append(dict({f"{f}{ref}{b}": nan for f in ("l_foot_force", "r_foot_force", "loo")
+                      for ref in ("", " tracked ref") for b in ("", " bias")},
+                     label="logged sum (no estimate)", causal=None, weight=weight, loo_centred=nan, offsets=still,
                      sum=float(np.sqrt(np.mean(logged_sum ** 2)))))
     return rows
 
@@ -218,12 +289,15 @@ def table(rows: list[dict]) -> str:
     pct = lambda x: f"{x:.2f} N ({100 * x / w:.2f} %)" if np.isfinite(x) else "—"  # noqa: E731
     num = lambda x: f"{x:+.1f}" if np.isfinite(x) else "—"  # noqa: E731
     lines = ["| q̇, q̈, ω̇ from | causal | left, right estimated: RMS (mean error, N) | leave-one-out RMS | "
-             "about its mean | sum vs m·(g + c̈_z) |", "| --- | --- | --- | --- | --- | --- |"]
+             "about its mean | against the logged force − its still-phase offset: left, right RMS (mean), "
+             "leave-one-out RMS | sum vs m·(g + c̈_z) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         c = {True: "yes", False: "no", None: "—"}[r["causal"]]
         lines.append(f"| {r['label']} | {c} | {pct(r['l_foot_force'])} ({num(r['l_foot_force bias'])}), "
                      f"{pct(r['r_foot_force'])} ({num(r['r_foot_force bias'])}) | {pct(r['loo'])} | "
-                     f"{pct(r['loo_centred'])} | {pct(r['sum'])} |")
+                     f"{pct(r['loo_centred'])} | {pct(r['l_foot_force tracked ref'])} "
+                     f"({num(r['l_foot_force tracked ref bias'])}), {pct(r['r_foot_force tracked ref'])} "
+                     f"({num(r['r_foot_force tracked ref bias'])}), {pct(r['loo tracked ref'])} | {pct(r['sum'])} |")
     return "\n".join(lines)
 
 
@@ -237,7 +311,9 @@ def main(argv=None) -> int:
     rec = read_recording(args.data)
     rows = evaluate(xml, rec)
     print(machine())
-    print(f"iCub com-sinusoid, {len(rec['t'])} samples, weight m·g = {rows[0]['weight']:.1f} N")
+    print(f"iCub com-sinusoid, {len(rec['t'])} samples, weight m·g = {rows[0]['weight']:.1f} N; offsets tracked "
+          f"over the still phase (0–{STILL_S:g} s, both feet): "
+          + ", ".join(f"{k} {v:+.2f} N" for k, v in rows[0]["offsets"].items()) + f"; rows from {STILL_S:g} s")
     print(table(rows))
     zp = next(r for r in rows if r["causal"] is False)["loo"]
     for r in rows:
