@@ -132,6 +132,7 @@ def _check_table(path: str, messages: list, covariance: bool) -> None:
     meta = json.loads(schema.metadata[b"rbd_estimator"])
     joints, contacts = meta["joint_names"], meta["contact_names"]
     assert meta["schema_version"] == 1 and len(joints) == 22 and contacts == ["l_foot", "r_foot"]
+    assert meta["offset_names"] == []                     # no offset tracked: no offset column (below)
     axes = ["fx", "fy", "fz", "tx", "ty", "tz"]
     expected = (["time_ns", "stamp_ns", "estimated", "reason"] + [f"tau/{j}" for j in joints]
                 + [f"wrench/{c}/{a}" for c in contacts for a in axes] + [f"tau_var/{j}" for j in joints]
@@ -224,6 +225,7 @@ def _check_run(rec, out: str, rows: dict, crashed: str) -> None:
         assert list(row["peak_abs_tau"].values()) == peak.tolist()
         assert row["time_in_subset"] == {"l_foot+r_foot": pytest.approx((len(tau) - 1) * 1e-3)}   # 1 kHz
         assert row["robot"] == name.split("/")[0] and row["model"] == "rbd_humanoid"
+        assert row["offset_final"] == row["offset_peak_abs"] == {}       # nothing tracked (test_fleet_offsets.py)
     # the recording's span: the robot description 1 ms before the first step to the last joint state,
     # logged 0.3 ms after its stamp (scripts/make_demo_bag.py)
     assert rows["alpha/r00"]["duration_s"] == pytest.approx((STEPS - 1) * 1e-3 + 1.3e-3)

@@ -82,7 +82,7 @@ def run_fleet(inputs, output: str, params, robot_descriptions=None, engine: str 
     write_summary(result, os.path.join(out, "fleet_summary.parquet"))
     if report:
         from .report import plot_report
-        plot_report(result, os.path.join(out, "fleet_report"))
+        plot_report(result, os.path.join(out, "fleet_report"), out)
     return result
 
 

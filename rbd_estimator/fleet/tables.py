@@ -23,10 +23,16 @@ column                        type                meaning
 ``subset``                    dictionary<string>  contact subset label (``l_foot+r_foot``)
 ``plan_missing``              dictionary<string>  sensors the plan in use does without
 ``excluded``                  dictionary<string>  sensors excluded as inconsistent (fault monitor)
+``offset/<entry>``            float64             tracked sensor offset (reading = true + offset; N, N·m),
+                                                  as ``~/sensor_offsets`` publishes it with the estimate
+``offset_var/<entry>``        float64             its posterior variance (the message's ``effort``)
 ============================  ==================  ======================================================
 
+``<entry>`` is a tracked offset entry named as ``~/sensor_offsets`` names it, ``<sensor> <axis>``
+(e.g. ``l_foot_force fz``, ``l_leg_ft_sensor tx``); the offset columns are absent when the
+parameters track no offset, and NaN on ticks without estimate (no message then).
 The file's key-value metadata ``rbd_estimator`` holds JSON: schema version, recording, robot,
-joint and contact names.
+joint, contact and tracked offset entry names (``offset_names``, ``[]`` when none).
 """
 from __future__ import annotations
 
@@ -38,7 +44,7 @@ SCHEMA_VERSION = 1
 AXES = ("fx", "fy", "fz", "tx", "ty", "tz")
 
 
-def tick_schema(joint_names, contact_names, meta: dict):
+def tick_schema(joint_names, contact_names, offset_names, meta: dict):
     """The ``pyarrow`` schema of a recording's table (module docstring)."""
     import pyarrow as pa
     text = pa.dictionary(pa.int32(), pa.string())
@@ -51,7 +57,9 @@ def tick_schema(joint_names, contact_names, meta: dict):
     f += [pa.field("chi2", pa.float64()), pa.field("dof", pa.int32()), pa.field("condition", pa.float64())]
     f += [pa.field(f"in_contact/{c}", pa.bool_()) for c in contact_names]
     f += [pa.field(n, text) for n in ("subset", "plan_missing", "excluded")]
-    meta = dict(meta, schema_version=SCHEMA_VERSION, joint_names=list(joint_names), contact_names=list(contact_names))
+    f += [pa.field(f"{k}/{e}", pa.float64()) for k in ("offset", "offset_var") for e in offset_names]
+    meta = dict(meta, schema_version=SCHEMA_VERSION, joint_names=list(joint_names), contact_names=list(contact_names),
+                offset_names=list(offset_names))
     return pa.schema(f, metadata={"rbd_estimator": json.dumps(meta)})
 
 
@@ -71,7 +79,8 @@ def _arrays(cols: dict, nj: int, nc: int) -> list:
     out += [pa.array(wv[:, k]) for k in range(6 * nc)]
     out += [pa.array(cols["chi2"]), pa.array(cols["dof"].astype(np.int32)), pa.array(cols["condition"])]
     out += [pa.array(cols["active"][:, c]) for c in range(nc)]
-    return out + [text(cols[k]) for k in ("subset", "plan_missing", "excluded")]
+    out += [text(cols[k]) for k in ("subset", "plan_missing", "excluded")]
+    return out + [pa.array(cols[k][:, e]) for k in ("offset", "offset_var") for e in range(cols[k].shape[1])]
 
 
 class TickTable:
@@ -84,17 +93,17 @@ class TickTable:
         self.path, self.meta = path, meta
         self.writer = self.schema = None
         self.stats = None
-        self.names = None                   # (joint names, contact names), set by start()
+        self.names = None                   # (joint, contact, tracked offset entry names), set by start()
 
-    def start(self, joint_names, contact_names) -> None:
+    def start(self, joint_names, contact_names, offset_names=()) -> None:
         if self.names is None:
-            self.names = (list(joint_names), list(contact_names))
-            self.stats = RecordingStats(joint_names)
+            self.names = (list(joint_names), list(contact_names), list(offset_names))
+            self.stats = RecordingStats(joint_names, offset_names)
 
-    def flush(self, cols: dict, joint_names, contact_names) -> None:
+    def flush(self, cols: dict, joint_names, contact_names, offset_names=()) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
-        self.start(joint_names, contact_names)
+        self.start(joint_names, contact_names, offset_names)
         nj, nc = len(self.names[0]), len(self.names[1])
         if self.writer is None:
             self.schema = tick_schema(*self.names, self.meta)
@@ -125,8 +134,11 @@ def _encoding(schema) -> dict:
 class RecordingStats:
     """What the fleet summary keeps of a recording's ticks, accumulated chunk by chunk."""
 
-    def __init__(self, joint_names):
-        self.joint_names = list(joint_names)
+    def __init__(self, joint_names, offset_names=()):
+        self.joint_names, self.offset_names = list(joint_names), list(offset_names)
+        no = len(self.offset_names)
+        self.offset_final, self.offset_final_var = np.full(no, np.nan), np.full(no, np.nan)
+        self.offset_peak = np.full(no, np.nan)
         self.ticks = self.estimates = self.excluded_ticks = self.degraded_ticks = 0
         self.peak = np.zeros(len(self.joint_names))
         self.no_estimate: dict = {}
@@ -146,6 +158,8 @@ class RecordingStats:
             self.no_estimate[r] = self.no_estimate.get(r, 0) + 1
         self.excluded_ticks += int(np.count_nonzero(cols["excluded"] != ""))
         self.degraded_ticks += int(np.count_nonzero(cols["plan_missing"] != ""))
+        if self.offset_names and est.any():
+            self._add_offsets(cols["offset"][est], cols["offset_var"][est])
         t, subset = cols["time_ns"], cols["subset"]
         if self._last is not None:            # the previous chunk's last tick lasts until this one's first
             self._credit(self._last[1], (t[0] - self._last[0]) * 1e-9)
@@ -153,6 +167,11 @@ class RecordingStats:
         for label in np.unique(subset[:-1]) if n > 1 else ():
             self._credit(label, float(dt[subset[:-1] == label].sum()))
         self._last = (int(t[-1]), subset[-1])
+
+    def _add_offsets(self, o, var) -> None:
+        """The published offsets (estimated ticks): the last and the largest magnitude of each entry."""
+        self.offset_final, self.offset_final_var = o[-1].copy(), var[-1].copy()
+        self.offset_peak = np.fmax(self.offset_peak, np.abs(o).max(axis=0))
 
     def _credit(self, label: str, seconds: float) -> None:
         self.time_in_subset[label] = self.time_in_subset.get(label, 0.0) + seconds
@@ -162,12 +181,21 @@ class RecordingStats:
                     no_estimate=dict(self.no_estimate), ticks_with_exclusion=self.excluded_ticks,
                     ticks_degraded=self.degraded_ticks,
                     peak_abs_tau={j: float(p) for j, p in zip(self.joint_names, self.peak)},
-                    time_in_subset=dict(self.time_in_subset))
+                    time_in_subset=dict(self.time_in_subset), **self._offset_row())
+
+    def _offset_row(self) -> dict:
+        """Per tracked entry: the final offset, its standard deviation, the largest |offset| (empty
+        maps when nothing is tracked; NaN for an entry never published)."""
+        def per_entry(v):
+            return {e: float(x) for e, x in zip(self.offset_names, v)}
+        return dict(offset_final=per_entry(self.offset_final),
+                    offset_final_stddev=per_entry(np.sqrt(np.maximum(self.offset_final_var, 0.0))),
+                    offset_peak_abs=per_entry(self.offset_peak))
 
 
 def summary_schema():
     """The fleet summary's columns (docs/fleet.md): a row per recording, maps for the per-joint,
-    per-reason and per-subset figures."""
+    per-reason, per-subset and per-tracked-offset-entry figures."""
     import pyarrow as pa
     counts, floats = pa.map_(pa.string(), pa.int64()), pa.map_(pa.string(), pa.float64())
     return pa.schema([("recording", pa.string()), ("input", pa.string()), ("robot", pa.string()),
@@ -177,7 +205,8 @@ def summary_schema():
                       ("stale_timer_ticks", pa.int64()), ("peak_abs_tau", floats), ("fault_alarms", pa.int64()),
                       ("fault_exclusions", pa.int64()), ("fault_returns", pa.int64()),
                       ("fault_unexplained", pa.int64()), ("ticks_with_exclusion", pa.int64()),
-                      ("ticks_degraded", pa.int64()), ("time_in_subset", floats), ("wall_s", pa.float64()),
+                      ("ticks_degraded", pa.int64()), ("time_in_subset", floats), ("offset_final", floats),
+                      ("offset_final_stddev", floats), ("offset_peak_abs", floats), ("wall_s", pa.float64()),
                       ("speed", pa.float64())])
 
 

@@ -109,7 +109,7 @@ def _replay(task: Task, tmp: str) -> dict:
                               storage=task.storage, compress=task.compress, namespace=task.namespace,
                               node_name=task.node_name, collect=True, flush=table.flush,
                               copy_inputs=task.copy_inputs, progress=_crash_hook(task))
-    table.start(rep.joint_names, rep.contact_names)
+    table.start(rep.joint_names, rep.contact_names, rep.offset_names)
     table.close()
     _fsync_tree(tmp)
     f = rep.core.faults

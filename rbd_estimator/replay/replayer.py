@@ -121,7 +121,10 @@ class Replayer:
         self._next_timer = None
         #: every tick as a row (``collect``; :mod:`~rbd_estimator.replay.ticklog`), handed in chunks to
         #: ``flush(columns, joint_names, contact_names)`` when given, else kept for :meth:`results`
-        self.log = TickLog(self.joint_names, self.contact_names, flush) if collect else None
+        #: the tracked offset entries (``~/sensor_offsets``' names; the set of the parameters at start)
+        self.offset_names = tuple(s.core.offsets.labels) if s.core.offsets is not None else ()
+        self.log = TickLog(self.joint_names, self.contact_names, flush, offset_names=self.offset_names) \
+            if collect else None
         self._all_contacts = subset_label(self.contact_names)      # the subset of fixed contacts
 
     inputs = property(lambda self: self.session.inputs, doc="the session's input state")
@@ -186,7 +189,21 @@ class Replayer:
             else:
                 reason = "inconsistent sensors (fault monitor)"
         self.log.add_tick(now, self.inputs.joint_states.stamp_ns, core.last_result if done else None, reason,
-                          c.active, c.label(c.mask) if c.switchable else self._all_contacts, missing, excluded)
+                          c.active, c.label(c.mask) if c.switchable else self._all_contacts, missing, excluded,
+                          self._offsets() if done else None)
+
+    def _offsets(self):
+        """The tracked ``(offsets, variances)`` as ``~/sensor_offsets`` publishes them now, in the order
+        of :attr:`offset_names` (NaN for an entry the tracker in use does not have); None: none tracked."""
+        tr = self.core.offsets
+        if tr is None or not self.offset_names:
+            return None
+        if tr.labels == self.offset_names:
+            return tr.offsets.copy(), tr.variance.copy()
+        where = {lab: j for j, lab in enumerate(tr.labels)}
+        pick = np.array([where.get(lab, -1) for lab in self.offset_names])
+        o, v = np.append(tr.offsets, np.nan)[pick], np.append(tr.variance, np.nan)[pick]
+        return o, v
 
     def feed(self, topic: str, raw, now: int) -> int:
         """One serialized message received at ``now`` (ns) on ``topic`` (resolved name); returns
