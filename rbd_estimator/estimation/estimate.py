@@ -35,7 +35,9 @@ class Estimate:
       measurement and the prior, the state ``q``, ``q̇`` and the IMU orientation and gyro taken as
       exact (docs/probabilistic_model.md). A direction the sensors do not determine at this pose
       shows as the prior's variance (``contact_prior_stddev``), not as an error. Both ``None``
-      with ``covariance: false`` (the mean alone, a faster tick).
+      with ``covariance: false`` (the mean alone, a faster tick);
+    * ``x``, ``imu``: the tick's solution of the planned system and its IMU sample (views of
+      :class:`EstimatorData`'s), from which :meth:`~.estimator.Estimator.base_state` reads the base.
     """
 
     def __init__(self, est: "Estimator", out: np.ndarray, sol: np.ndarray, imu: np.ndarray, cov: np.ndarray):
@@ -109,7 +111,8 @@ class EstimatorData:
         :meth:`~.estimator.Estimator.state_offsets`), ``kin_w`` the template of the kinematics' work
         space, ``actuators`` the estimator's actuator model or None."""
         lay, lu = est.layout, est.factorisation
-        self._est, self._offsets = est, o = est.state_offsets()
+        self._est, self._offsets = est, est.state_offsets()
+        o = self._offsets
         N, n_out = o["SIMU"] - o["SX"], o["SINFO"] - o["SOUT"]
         self.src, self.rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
         self.src[0] = self.rsrc[0] = 1.0

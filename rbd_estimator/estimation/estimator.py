@@ -9,7 +9,6 @@ with no interpreted loop over bodies and no allocation.
 from __future__ import annotations
 
 from dataclasses import replace
-from itertools import compress
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +21,8 @@ from . import structured
 from .config import SensorConfig, nominal_positions
 from .actuators import ActuatorModel
 from .layout import SystemLayout
-from .plan import PlanReport, StaticLU, check_well_posed, costs_of, plan_static_lu, random_states
+from .plan import (PlanReport, StaticLU, check_well_posed, costs_of, numeric_A, plan_static_lu, prune_to_worst_case,
+                   random_states, system_triplets)
 from .interface import EstimatorInterface
 from .sparse_lu import gather
 from .estimate import Estimate, EstimatorData
@@ -57,8 +57,8 @@ class Estimator(EstimatorInterface):
         rng = np.random.default_rng(seed)
         states = list(random_states(lay, rng, 3))
         t = np.array(lay.triplets)
-        A_states = [self._numeric_A(self._sources(*s), t) for s in states]
-        t = self._prune_to_worst_case(A_states, t)
+        A_states = [numeric_A(lay, self._sources(*s), t) for s in states]
+        t = prune_to_worst_case(lay, A_states, t)
         pattern = abs(A_states[0]) + abs(A_states[1]) + abs(A_states[2])
         measured = lay.m_hard + lay.m_sensor          # the rank test leaves the prior out (Nori eq. 16 alone)
         check_well_posed(lay, pattern.tocsr()[:measured], [A[:measured] for A in A_states[:2]])
@@ -225,47 +225,11 @@ class Estimator(EstimatorInterface):
         rsrc[lay.r_y:lay.r_y + lay.n_y] = y
         return src, rsrc
 
-    def _numeric_A(self, sources, t: np.ndarray) -> sp.csr_matrix:
-        """``A`` at a state from the triplet array ``t`` (rows of ``lay.triplets``)."""
-        src = sources[0]
-        lay = self._layout
-        r, c, idx, coef = t[:, 0].astype(int), t[:, 1].astype(int), t[:, 2].astype(int), t[:, 3]
-        return sp.csr_matrix((coef * src[idx], (r, c)), shape=(lay.m, lay.n))
-
-    def _prune_to_worst_case(self, A_states, t: np.ndarray) -> np.ndarray:
-        """Drop triplets at positions that are zero at every random state: identically zero.
-        Returns the kept rows of ``t``."""
-        lay = self._layout
-        keys = []
-        for A in A_states:
-            coo = A.tocoo()
-            keys.append(coo.row[coo.data != 0].astype(np.int64) * lay.n + coo.col[coo.data != 0])
-        keep = np.isin(t[:, 0].astype(np.int64) * lay.n + t[:, 1].astype(np.int64), np.concatenate(keys))
-        lay.triplets = list(compress(lay.triplets, keep.tolist()))
-        return t[keep]
-
-    def _system_triplets(self, t: np.ndarray):
-        """Triplets (rows of an array) of the matrix to factorise, from those of ``A`` (``t``):
-        ``A`` (square) or the KKT matrix ``[[0, A_hᵀ, A_sᵀ], [A_h, 0, 0], [A_s, 0, -1]]`` of the
-        weighted least-squares problem."""
-        lay = self._layout
-        hard = [(c, r) for r, c in enumerate(lay.row_pivot) if c >= 0]     # (column, row) pivots
-        if lay.m == lay.n:
-            return t, lay.n, False, hard
-        n, N = lay.n, lay.n + lay.m
-        r, c, s, v = t.T
-        k = n + lay.m_hard + np.arange(lay.m_soft)
-        trip = np.vstack([np.c_[n + r, c, s, v], np.c_[c, n + r, s, v],
-                          np.c_[k, k, np.zeros(lay.m_soft), -np.ones(lay.m_soft)]])
-        pivots = ([(c, n + r) for c, r in hard] + [(n + r, c) for c, r in hard]
-                  + [(n + lay.m_hard + k, n + lay.m_hard + k) for k in range(lay.m_soft)])
-        return trip, N, True, pivots
-
     def _plan_factorisation(self, t: np.ndarray, src: np.ndarray | None = None):
         """The static LU of the system (its pivots planned on ``src``, the sources of one state:
         :attr:`_plan_src` by default), its right-hand side, outputs and covariance maps."""
         lay = self._layout
-        trip, N, redundant, pivots = self._system_triplets(t)
+        trip, N, redundant, pivots = system_triplets(lay, t)
         lu = self._lu = plan_static_lu(trip, N, lay.n_src, self._plan_src if src is None else src, pivots=pivots)
         self._Ap, self._Ai, self._GK = lu.Ap, lu.Ai, lu.G
         self._Lp, self._Li, self._Up, self._Ui = lu.Lp, lu.Li, lu.Up, lu.Ui

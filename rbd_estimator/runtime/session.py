@@ -39,14 +39,13 @@ from .plans import PlanSet, gil_yielding, without
 from .stats import RollingStats
 from .faults import FaultMonitor
 from . import offsets
+from .reporting import ERROR, OK, WARN, coverage_lines, diagnostics
 from .tick import TickCore
 from .sensor_sets import (FAULTS_TOPIC, MESSAGE_OF, VARIANCE_TOPIC, Input, Output, Pending, encoders_for,
                           make_oracle, plan_set, problem_key, uncertainty_of)
 
 #: estimators kept for later sensor sets (:meth:`Session.prepare`)
 LIBRARY = 64
-#: diagnostic levels (``diagnostic_msgs/DiagnosticStatus``: OK 0, WARN 1, ERROR 2)
-OK, WARN, ERROR = 0, 1, 2
 
 
 class Session:
@@ -400,20 +399,8 @@ class Session:
                              f"contacts change ({reason})")
 
     def coverage_lines(self) -> list:
-        """``(level, text)`` lines on which contact subsets have a plan (switchable contacts) and
-        which contact components the sensors leave to the prior at the nominal stance."""
-        weak = [(WARN, f"contacts {k}: at the nominal stance (`nominal_pose`, other joints at zero) the sensors "
-                       f"do not determine {', '.join(v)}; estimated with the prior's variance there (docs/probabilistic_model.md)")
-                for k, v in self.estimator.weak_directions().items()]
-        sw = self.estimator.switching()
-        if sw is None:
-            return weak
-        cov = sw.coverage()
-        ok = [k for k, r in cov.items() if r is None]
-        out = [(OK, f"contact subsets planned ({len(ok)} of {len(cov)}): {', '.join(ok)}")]
-        out += [(WARN, f"contact subset {k} is ill-posed with these sensors (ERROR, no output, while it lasts): {r}")
-                for k, r in cov.items() if r is not None]
-        return out + weak
+        """:func:`.reporting.coverage_lines` of this session."""
+        return coverage_lines(self)
 
     # ------------------------------------------------------------------ reporting
     def input_counts(self) -> tuple:
@@ -423,60 +410,8 @@ class Session:
         return {k: s.received for k, s in pairs}, {k: dict(s.rejected) for k, s in pairs}
 
     def diagnostics(self, now: int) -> tuple:
-        """``(level, message, values)`` of the session now (see :mod:`rbd_estimator.ros.diagnostics`
-        for the keys)."""
-        level, message = self.status
-        if self.subset_status is not None:
-            level, message = max(level, self.subset_status[0]), self.subset_status[1] + "; " + message
-        core, plans = self.core, self.plans
-        plan = core.plan_in_use or plans.main
-        values = {"status": message,
-                  "active_plan": "full" if not plan.missing else "without " + ", ".join(sorted(plan.missing)),
-                  "ticks": core.ticks, "outputs": core.outputs, "ticks_without_output": core.no_output,
-                  "estimate_failures": core.estimate_failures, "nonfinite_outputs": core.nonfinite_outputs,
-                  "stale_timer_ticks": self.stale_timer_ticks, "reconfigurations": self.swaps}
-        lat = self.latency.summary()
-        values.update(tick_latency_median_ms=lat["median"] * 1e3, tick_latency_p99_ms=lat["p99"] * 1e3,
-                      tick_latency_max_ms=lat["max"] * 1e3)
-        rep = plans.main.estimator.report
-        values.update(plan=rep.summary(), plan_unknowns=rep.n_unknowns, plan_equations=rep.n_equations,
-                      plan_nnz=rep.nnz, plan_fill_in=rep.fill_in, plan_flops=rep.flops)
-        values.update({f"fallback/{k}": v for k, v in plans.fallback_summary().items()})
-        tol = self.settings.oracle_tolerance
-        values.update(oracle_residual=self.oracle_residual, oracle_base_residual=self.oracle_base_residual,
-                      oracle_checks=self.oracle_checks, oracle_tolerance=tol)
-        if self.oracle_error:
-            values["oracle_error"] = self.oracle_error
-        c = self.contacts
-        if c.switchable:
-            values.update({"contacts/subset": c.label(c.mask), "contacts/switches": c.switches,
-                           "contacts/ill_posed_ticks": core.ill_posed_subset_ticks,
-                           "contacts/unknown_commands": c.unknown_commands})
-            values.update({f"contacts/time_s/{k}": v for k, v in sorted(c.time_in.items())})
-            values.update({f"contacts/ill_posed/{k}": r for k, r in c.est.coverage().items() if r is not None})
-        if self.oracle_residual > tol:
-            level = max(level, WARN)
-            message += f"; oracle residual {self.oracle_residual:.3g} N·m above tolerance {tol:g}"
-        if self.core.faults is not None:
-            values.update(self.core.faults.summary())
-        if self.core.offsets is not None:
-            values.update(offsets.diagnostics(self.core.offsets))
-        cond = self.condition.summary()
-        last = self.condition.last()
-        values.update(condition_last=last, condition_min=cond["min"], condition_warn_below=self.settings.condition_warn_below)
-        if last < self.settings.condition_warn_below:
-            level = max(level, WARN)
-            message += (f"; ill-conditioned: condition estimate {last:.3g} below {self.settings.condition_warn_below:g} "
-                        f"(a direction the sensors barely determine at this state: see the covariance)")
-        inp = self.inputs
-        for name, slot in [("joint_states", inp.joint_states)] + list(inp.slots.items()):
-            values[f"{name}/fresh"] = slot.fresh(now)
-            values[f"{name}/age_ms"] = slot.age(now) * 1e3
-            values[f"{name}/received"] = slot.received
-            values[f"{name}/rejected"] = sum(slot.rejected.values())
-            for reason, count in sorted(slot.rejected.items()):
-                values[f"{name}/rejected/{reason}"] = count
-        return level, message, values
+        """:func:`.reporting.diagnostics` of this session at ``now`` (ns)."""
+        return diagnostics(self, now)
 
     def close(self) -> None:
         """Release the plans."""
