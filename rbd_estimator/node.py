@@ -38,7 +38,8 @@ from .ros.declare import DeclaredParameters
 from .runtime.params import NEEDS_CONFIGURE, change_refusal, parse_parameters
 from .runtime.plans import PlanWorker
 from .ros.description import read_description
-from .runtime.session import ERROR, OK, WARN, Session, advice
+from .runtime.sensor_sets import advice
+from .runtime.session import ERROR, OK, WARN, Session
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 OUTPUT_QOS = QoSProfile(depth=10)

@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = [
     "skew", "crm", "crf", "rot", "xlt", "plux", "force_X",
-    "mcI", "inertia_from_mcI", "rpy_to_E", "quat_to_R", "axis_angle_to_R",
+    "mcI", "inertia_from_mcI", "rpy_to_E", "quat_to_R", "R_to_quat", "axis_angle_to_R",
     "wrench_to_force", "force_to_wrench",
 ]
 
@@ -141,3 +141,12 @@ def force_to_wrench(f) -> np.ndarray:
     """Spatial force ``[n; f]`` → boundary wrench ``[fx, fy, fz, tx, ty, tz]``."""
     f = np.asarray(f, dtype=float)
     return np.concatenate([f[3:6], f[0:3]])
+
+
+def R_to_quat(R) -> np.ndarray:
+    """Rotation matrix → unit quaternion ``[x, y, z, w]`` (the inverse of :func:`quat_to_R`)."""
+    w = np.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2.0
+    x = np.copysign(np.sqrt(max(0.0, 1.0 + R[0, 0] - R[1, 1] - R[2, 2])) / 2.0, R[2, 1] - R[1, 2])
+    y = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] + R[1, 1] - R[2, 2])) / 2.0, R[0, 2] - R[2, 0])
+    z = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] - R[1, 1] + R[2, 2])) / 2.0, R[1, 0] - R[0, 1])
+    return np.array([x, y, z, w])

@@ -217,7 +217,8 @@ def test_kernels_allocate_nothing():
         from rbd_estimator.dynamics.ce_compiled import ce_aba_kernel, ce_rnea_kernel
         from rbd_estimator.dynamics.ce_data import ClusterDynamics
         from rbd_estimator.estimation import SensorConfig
-        from rbd_estimator.estimation.loops import LoopEstimator, _loop_state
+        from rbd_estimator.estimation.loops import LoopEstimator
+        from rbd_estimator.estimation.loop_state import loop_state
         from rbd_estimator.model.loops import LoopConfig
         xml, loops = four_bar_knee()
         p = LoopPair(xml, loops, floating_base=True)
@@ -231,7 +232,7 @@ def test_kernels_allocate_nothing():
         e = est._packed
         runs = [(ce_aba_kernel, (P.ip, P.fp, P.w, y, dy, tau, fx, 1, d.ddq, d.ddy)),
                 (ce_rnea_kernel, (P.ip, P.fp, P.w, y, dy, tau, fx, 5, d.tau, d.tau_tree)),
-                (_loop_state, (e.ip, e.fp, e.w, est._nl, est._E))]
+                (loop_state, (e.ip, e.fp, e.w, est._nl, est._E))]
         out = []
         for f, args in runs:
             assert f(*args) == 0

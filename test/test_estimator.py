@@ -257,14 +257,14 @@ def test_generic_tick_allocates_nothing_but_argument_boxing():
                         solver="generic")
         inputs, _ = GroundTruth(urdf_xml("icub"), est).sample(np.random.default_rng(0))
         args = None
-        real = E._tick
+        real = E.generic_tick
         def capture(*a):
             global args
             args = a
             return real(*a)
-        E._tick = capture
+        E.generic_tick = capture
         est.estimate(**inputs)
-        E._tick = real
+        E.generic_tick = real
         print(extra_allocations(real, args, 50))
     """)
     assert int(out[-1]) == 0, out

@@ -18,6 +18,7 @@ from groundtruth import GroundTruth
 from rbd_estimator import SensorConfig, estimator_for, robots
 from rbd_estimator.errors import ConditioningWarning, ConfigError
 from rbd_estimator.estimation.measurements import ImuSample
+from rbd_estimator.estimation.nominal import nominal_inputs
 from rbd_estimator.estimation.synthetic import consistent_base_acceleration, measure
 from rbd_estimator.sensors import JointTorque
 
@@ -253,7 +254,7 @@ def test_the_generic_tick_at_the_nominal_stance_keeps_its_planned_pivots(name):
             warnings.simplefilter("ignore", ConditioningWarning)
             est = estimator_for(xml, cfg, solver="generic")
         e = getattr(est, "estimator", est)          # a loop estimator's tree estimator
-        q, dq, ddq, y = e._nominal_inputs()
+        q, dq, ddq, y = nominal_inputs(e)
         assert np.array_equal(q, np.array([dict(cfg.nominal_pose).get(j, 0.0) for j in e.joint_names]))
         r = e.estimate(q, dq, ddq, y=y)
         assert np.all(np.isfinite(r.tau)) and np.all(np.isfinite(r.contact_wrenches)), (name, pose)

@@ -8,14 +8,12 @@ with no interpreted loop over bodies and no allocation.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
-from itertools import compress
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ConditioningWarning, ConfigError
+from ..errors import ConfigError
 from ..model.forward_kinematics import K_WRP, KinematicTree
 from ..model.robot_model import RobotModel
 from . import kinematics as kin
@@ -23,130 +21,15 @@ from . import structured
 from .config import SensorConfig, nominal_positions
 from .actuators import ActuatorModel
 from .layout import SystemLayout
-from .plan import PlanReport, StaticLU, check_well_posed, costs_of, plan_static_lu, random_states
-from .checks import first_non_finite
-from .layout import BOUNDARY
+from .plan import (PlanReport, StaticLU, check_well_posed, costs_of, numeric_A, plan_static_lu, prune_to_worst_case,
+                   random_states, system_triplets)
 from .interface import EstimatorInterface
-from .sparse_lu import gather, lu_solve, numeric_lu
-from .measurements import ImuSample, JointState, Measurements, vector
-from ..jit import njit
-
-
-class Estimate:
-    """Result of :meth:`Estimator.estimate`. Arrays are views into buffers that the next call
-    overwrites: copy what you keep.
-
-    * ``tau``: joint torques (N·m or N), in ``estimator.joint_names`` order;
-    * ``contact_wrenches``: ``(n_contacts, 6)`` ``[fx, fy, fz, tx, ty, tz]`` that the environment
-      applies to the robot, in each contact frame, torque about its origin;
-    * ``joint_wrenches``: ``(n_kept, 6)`` wrench the parent applies to the child at every kept fixed
-      joint (``estimator.kept_joints``), child frame, torque about the joint origin;
-    * ``residual``: whitened measurement residuals (dimensionless, one per sensor row, then one per
-      joint acceleration when they are measured) when the measurements are redundant, else ``None``;
-    * ``tau_variance``: the posterior variance of every joint torque ((N·m)² or N²), and
-      ``contact_covariance``: ``(n_contacts, 6, 6)`` the posterior covariance of every contact
-      wrench (``[fx, fy, fz, tx, ty, tz]``, contact frame) — under the configured noise of every
-      measurement and the prior, the state ``q``, ``q̇`` and the IMU orientation and gyro taken as
-      exact (docs/probabilistic_model.md). A direction the sensors do not determine at this pose
-      shows as the prior's variance (``contact_prior_stddev``), not as an error. Both ``None``
-      with ``covariance: false`` (the mean alone, a faster tick).
-    """
-
-    def __init__(self, est: "Estimator", out: np.ndarray, sol: np.ndarray, imu: np.ndarray, cov: np.ndarray):
-        lay = est.layout
-        nj, nc, nk = est.model.n_joints, len(lay.contacts), len(lay.kept_joints)
-        self._est = est
-        self.tau = out[:nj]
-        self.contact_wrenches = out[nj:nj + 6 * nc].reshape(nc, 6)
-        self.joint_wrenches = out[nj + 6 * nc:nj + 6 * nc + 6 * nk].reshape(nk, 6)
-        self.residual = out[nj + 6 * (nc + nk):] if est.report.redundant else None
-        on = est.config.covariance
-        self.tau_variance = cov[:nj] if on else None
-        self.contact_covariance = cov[nj:].reshape(nc, 6, 6) if on else None
-        self._sol = sol
-        self._imu = imu                   # the last tick's IMU sample (both ticks copy it there)
-
-    def contact(self, name: str) -> np.ndarray:
-        """The wrench of one contact by name."""
-        return self.contact_wrenches[self._est.contact_names.index(name)]
-
-    @property
-    def chi2(self) -> float:
-        """``|residual|²``, the whitened residual's squared norm: χ²-distributed with :attr:`dof`
-        degrees of freedom when every measurement follows its noise model (0 without redundancy)."""
-        return float(self._est.data.info[3])
-
-    @property
-    def dof(self) -> int:
-        """The residual's degrees of freedom: measurement rows minus the unknowns they determine."""
-        return self._est.residual_dof
-
-    @property
-    def condition(self) -> float:
-        """The tick's condition estimate: the smallest pivot ratio of its factorisation (structured:
-        ``min L_kk² / N_kk`` of the least squares' Cholesky, or ``(min |R_kk| / max |R_kk|)²`` of its QR;
-        generic: ``min |U_kk| / max |U_kk|`` of the LU). Near 0: a direction the sensors barely
-        determine at this state (its variance shows which)."""
-        return float(self._est.data.info[2])
-
-    @property
-    def base_acceleration(self) -> np.ndarray:
-        """Floating-base acceleration in pinocchio's free-flyer layout ``[a_lin; ω̇]`` (base frame,
-        with the base's linear velocity taken as zero, see :mod:`.kinematics`)."""
-        return self._est._base_acceleration(self)
-
-
-class EstimatorData:
-    """The per-tick buffers of one :class:`Estimator` (what pinocchio's ``Data`` is to its
-    ``Model``): the estimator itself holds only its plan, made at construction and not changed by
-    a tick. All float64, preallocated, overwritten by every estimate:
-
-    * ``state``: one array that the structured tick takes as one argument — the rotations ``E``
-      (NB × 3 × 3, body ← parent) and velocities ``V`` (NB × 6, ``[ω; v]``, body coordinates) of the
-      forward kinematics, the generic solution ``x``, the IMU sample ``imu`` (13: orientation
-      ``[x, y, z, w]``, rad/s, m/s², rad/s²), the outputs ``out`` (what :class:`Estimate` views) and
-      ``info`` (4: the failing input and index, the pivot ratio), ``cov`` (the joint-torque
-      variances, then the 6 × 6 covariance of every contact wrench), then the structured tick's
-      constants and work space (:meth:`install`); ``E``, ``V``, ``x``, ``imu``, ``out``, ``info``,
-      ``cov`` are views of it;
-    * ``src``, ``rsrc``, ``Ax``, ``Lx``, ``Ux``, ``lu_w``: the generic tick's sources and numeric LU;
-      ``kin_w``: its kinematics' work space;
-    * ``measurements``: the measurement vector ``y`` and its filling from per-kind readings;
-    * ``joint_state``: :class:`~.measurements.JointState`, ``q``, ``dq``, ``ddq`` converted to
-      float64 when they come in another form (lists, float32, …);
-    * ``result``: the :class:`Estimate` of the last tick; ``pivot_fallbacks``: generic ticks that
-      fell back to partial pivoting.
-    """
-
-    def __init__(self, est: "Estimator"):
-        lay = est.layout
-        self._est, self._offsets = est, est.state_offsets()
-        self.src, self.rsrc = np.zeros(lay.n_src), np.zeros(lay.n_rsrc)
-        self.src[0] = self.rsrc[0] = 1.0
-        self.cov_x, self.cov_out = np.zeros(est._N), np.zeros(est._n_out)     # the generic covariance's
-        self.Ax = np.zeros(len(est._Ai))
-        self.Lx, self.Ux = np.zeros(len(est._Li)), np.zeros(len(est._Ui))
-        self.lu_w = np.zeros(est._N)
-        self.kin_w = est._kin[2].copy()
-        self.measurements = Measurements(est.config)
-        self.joint_state = JointState(est.model.n_joints)
-        self.actuators = est._actuators.workspace() if est._actuators is not None else None
-        self.pivot_fallbacks = 0
-        self.install(None)
-
-    def install(self, tail: np.ndarray | None) -> np.ndarray:
-        """Make :attr:`state` with a copy of ``tail`` after the views (the structured tick's
-        constants and work space: each array argument of a compiled call costs an allocation and
-        two atomic reference counts); returns :attr:`state`."""
-        NB, o = self._est.model.NB, self._offsets
-        self.state = S = np.zeros(o["STAIL"] + (0 if tail is None else tail.size))
-        self.E, self.V = S[:9 * NB].reshape(NB, 3, 3), S[9 * NB:15 * NB].reshape(NB, 6)
-        self.x, self.imu = S[o["SX"]:o["SIMU"]], S[o["SIMU"]:o["SOUT"]]
-        self.out, self.info, self.cov = S[o["SOUT"]:o["SINFO"]], S[o["SINFO"]:o["SCOV"]], S[o["SCOV"]:o["STAIL"]]
-        if tail is not None:
-            S[o["STAIL"]:] = tail
-        self.result = Estimate(self._est, self.out, self.x, self.imu, self.cov)
-        return S
+from .sparse_lu import gather
+from .estimate import Estimate, EstimatorData
+from .measurements import ImuSample, Measurements, vector
+from .generic_tick import chi2, generic_covariance, generic_tick
+from .nominal import nominal_check, nominal_inputs, nominal_stance
+from ..spatial import R_to_quat
 
 
 class Estimator(EstimatorInterface):
@@ -167,15 +50,15 @@ class Estimator(EstimatorInterface):
             raise ConfigError("a floating-base estimate needs an IMU (parameter 'imu.frame'): it gives the base's "
                               "angular velocity and acceleration")
         self.model, self.config = model, config
-        self._nominal_q = nominal_positions(config, model.joint_names)    # nominal_pose's joints checked first
+        nominal_positions(config, model.joint_names)     # nominal_pose's joints checked first (ConfigError)
         self._layout = lay = SystemLayout(model, config)
         self._actuators = ActuatorModel.of(config, model.joint_names, lay.y_offsets, lay.n_y)
         self._init_kinematics()
         rng = np.random.default_rng(seed)
         states = list(random_states(lay, rng, 3))
         t = np.array(lay.triplets)
-        A_states = [self._numeric_A(self._sources(*s), t) for s in states]
-        t = self._prune_to_worst_case(A_states, t)
+        A_states = [numeric_A(lay, self._sources(*s), t) for s in states]
+        t = prune_to_worst_case(lay, A_states, t)
         pattern = abs(A_states[0]) + abs(A_states[1]) + abs(A_states[2])
         measured = lay.m_hard + lay.m_sensor          # the rank test leaves the prior out (Nori eq. 16 alone)
         check_well_posed(lay, pattern.tocsr()[:measured], [A[:measured] for A in A_states[:2]])
@@ -190,40 +73,9 @@ class Estimator(EstimatorInterface):
         self.weak = self.nominal_check()
 
     def nominal_check(self) -> tuple[str, ...]:
-        """The contact components (``'l_foot tz'``) whose posterior standard deviation at the
-        nominal stance — the joints at the model's neutral (zero) but those of ``nominal_pose``, at
-        rest, the IMU frame level — is above 10 % of the
-        prior's: the sensors do not determine them there, the prior does (a finite estimate with a
-        large variance, docs/probabilistic_model.md). Empty without the covariance (``covariance:
-        false``); planning warns about each (``ConditioningWarning``)."""
-        if not self.config.covariance or not self._layout.contacts:
-            return ()
-        lay = self._layout
-        q, dq, ddq, y = self._nominal_inputs()
-        try:
-            r = self.estimate(q, dq, ddq, y=y)
-        except (FloatingPointError, ValueError) as exc:   # noqa: PERF203 - plan time
-            weak = (f"the nominal stance is singular ({exc})",)
-        else:
-            prior = lay.prior_stddev
-            sd = np.sqrt(np.diagonal(r.contact_covariance, axis1=1, axis2=2))
-            weak = tuple(f"{c} {BOUNDARY[k]}" for i, c in enumerate(self.contact_names) for k in range(6)
-                         if sd[i, k] > 0.1 * prior)
-        self.data.pivot_fallbacks = 0                      # a plan-time estimate: not a tick's
-        if weak:
-            warnings.warn(f"rbd_estimator: at the nominal stance ({self.nominal_stance()}) the sensors do not "
-                          f"determine {', '.join(weak)}: the estimate there is the prior's, with its variance",
-                          ConditioningWarning, stacklevel=3)
-        return weak
-
-    def _nominal_inputs(self) -> tuple:
-        """``(q, dq, ddq, y)`` of the nominal stance: ``nominal_pose``, at rest, the IMU frame level
-        (identity orientation ``[x, y, z, w]``, no rate, no acceleration), every other sensor zero."""
-        y = np.zeros(self._layout.n_y)
-        if self.config.imu is not None:
-            y[self._imu_y + 3] = 1.0
-        z = np.zeros(self.model.n_joints)
-        return self._nominal_q, z, z, y
+        """:func:`.nominal.nominal_check` of this estimator (the components the prior determines at
+        the nominal stance; planning warns about each)."""
+        return nominal_check(self)
 
     def _static_pivots_hold_at(self, q, dq, ddq, y) -> bool:
         """True when the generic tick at this state keeps its planned pivots (no SuperLU fallback)
@@ -252,13 +104,13 @@ class Estimator(EstimatorInterface):
         where the sensors leave a direction to the prior, the loadcell humanoid's, makes pivots
         that are poor elsewhere: the random state's plan stays). Run for an estimator whose ticks
         take the generic path only (the structured solver holds views of the plan's buffers)."""
-        if self._static_pivots_hold_at(*self._nominal_inputs()):
+        if self._static_pivots_hold_at(*nominal_inputs(self)):
             return
         rng = np.random.default_rng(seed + 1)
         (_, dq, w_imu), *others = random_states(self._layout, rng, 3)
-        self._plan_factorisation(t, self._sources(self._nominal_q, dq, w_imu)[0])
+        self._plan_factorisation(t, self._sources(nominal_inputs(self)[0], dq, w_imu)[0])
         self._allocate()
-        nominal = self._nominal_inputs()
+        nominal = nominal_inputs(self)
         y = nominal[3]
         if not (self._static_pivots_hold_at(*nominal)
                 and all(self._static_pivots_hold_at(q, v, v, y) for q, v, _ in others)):
@@ -266,9 +118,8 @@ class Estimator(EstimatorInterface):
             self._allocate()
 
     def nominal_stance(self) -> str:
-        """The nominal stance in words: ``joints at zero`` or ``nominal_pose``'s joints, others at zero."""
-        given = [f"{n} = {v:g}" for n, v in self.config.nominal_pose]
-        return f"{', '.join(given)}, other joints at zero" if given else "joints at zero"
+        """The nominal stance in words (:func:`.nominal.nominal_stance`)."""
+        return nominal_stance(self.config)
 
     def _tree_problem(self) -> structured.TreeProblem:
         """What the structured solver is built from (its docstring), with the hooks into this
@@ -374,47 +225,11 @@ class Estimator(EstimatorInterface):
         rsrc[lay.r_y:lay.r_y + lay.n_y] = y
         return src, rsrc
 
-    def _numeric_A(self, sources, t: np.ndarray) -> sp.csr_matrix:
-        """``A`` at a state from the triplet array ``t`` (rows of ``lay.triplets``)."""
-        src = sources[0]
-        lay = self._layout
-        r, c, idx, coef = t[:, 0].astype(int), t[:, 1].astype(int), t[:, 2].astype(int), t[:, 3]
-        return sp.csr_matrix((coef * src[idx], (r, c)), shape=(lay.m, lay.n))
-
-    def _prune_to_worst_case(self, A_states, t: np.ndarray) -> np.ndarray:
-        """Drop triplets at positions that are zero at every random state: identically zero.
-        Returns the kept rows of ``t``."""
-        lay = self._layout
-        keys = []
-        for A in A_states:
-            coo = A.tocoo()
-            keys.append(coo.row[coo.data != 0].astype(np.int64) * lay.n + coo.col[coo.data != 0])
-        keep = np.isin(t[:, 0].astype(np.int64) * lay.n + t[:, 1].astype(np.int64), np.concatenate(keys))
-        lay.triplets = list(compress(lay.triplets, keep.tolist()))
-        return t[keep]
-
-    def _system_triplets(self, t: np.ndarray):
-        """Triplets (rows of an array) of the matrix to factorise, from those of ``A`` (``t``):
-        ``A`` (square) or the KKT matrix ``[[0, A_hᵀ, A_sᵀ], [A_h, 0, 0], [A_s, 0, -1]]`` of the
-        weighted least-squares problem."""
-        lay = self._layout
-        hard = [(c, r) for r, c in enumerate(lay.row_pivot) if c >= 0]     # (column, row) pivots
-        if lay.m == lay.n:
-            return t, lay.n, False, hard
-        n, N = lay.n, lay.n + lay.m
-        r, c, s, v = t.T
-        k = n + lay.m_hard + np.arange(lay.m_soft)
-        trip = np.vstack([np.c_[n + r, c, s, v], np.c_[c, n + r, s, v],
-                          np.c_[k, k, np.zeros(lay.m_soft), -np.ones(lay.m_soft)]])
-        pivots = ([(c, n + r) for c, r in hard] + [(n + r, c) for c, r in hard]
-                  + [(n + lay.m_hard + k, n + lay.m_hard + k) for k in range(lay.m_soft)])
-        return trip, N, True, pivots
-
     def _plan_factorisation(self, t: np.ndarray, src: np.ndarray | None = None):
         """The static LU of the system (its pivots planned on ``src``, the sources of one state:
         :attr:`_plan_src` by default), its right-hand side, outputs and covariance maps."""
         lay = self._layout
-        trip, N, redundant, pivots = self._system_triplets(t)
+        trip, N, redundant, pivots = system_triplets(lay, t)
         lu = self._lu = plan_static_lu(trip, N, lay.n_src, self._plan_src if src is None else src, pivots=pivots)
         self._Ap, self._Ai, self._GK = lu.Ap, lu.Ai, lu.G
         self._Lp, self._Li, self._Up, self._Ui = lu.Lp, lu.Li, lu.Up, lu.Ui
@@ -461,7 +276,7 @@ class Estimator(EstimatorInterface):
         imu = self.config.imu
         self._imu_y = self._layout.y_offsets[imu.name] if imu is not None else -1   # the IMU's slice of y
         self._n_imu = imu.size if imu is not None else 0
-        self.data = EstimatorData(self)
+        self.data = EstimatorData(self, self._kin[2], self._actuators)
 
     def state_offsets(self) -> dict:
         """Offsets in the state buffer (:attr:`EstimatorData.state`) of ``x`` (SX), the IMU sample
@@ -525,7 +340,7 @@ class Estimator(EstimatorInterface):
         """The generic tick (the whole system by static sparse LU): the outputs, or the error."""
         q, dq, ddq, y = self._pack(q, dq, ddq, y)
         lay, d = self._layout, self.data
-        status = _tick(
+        status = generic_tick(
             *self._kinematics_arguments(), d.src, d.rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv,
             lay.r_qdd, lay.r_y, self._imu_y, self._n_imu, q, dq, ddq, y, d.imu,
             *self._GK, d.Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, d.Lx, self._Up, self._Ui,
@@ -533,9 +348,9 @@ class Estimator(EstimatorInterface):
         if status == 2:
             status = self._robust_solve()          # with its own covariance
         elif status == 0 and self.config.covariance:
-            status = _covariance(self._Lp, self._Li, d.Lx, self._Up, self._Ui, d.Ux, self._soft_pos, *self._GO,
+            status = generic_covariance(self._Lp, self._Li, d.Lx, self._Up, self._Ui, d.Ux, self._soft_pos, *self._GO,
                                  d.cov_x, d.cov_out, self.model.n_joints, len(lay.contacts), d.cov)
-        _chi2(d.out, self._res_at, d.info)
+        chi2(d.out, self._res_at, d.info)
         if status != 0:
             self._raise_input_error(status)
         return d.out
@@ -563,7 +378,7 @@ class Estimator(EstimatorInterface):
         except RuntimeError:
             return 2
         gather(*self._GO, d.x, d.out)
-        if self.config.covariance:                 # _covariance with these factors: unit right-hand sides
+        if self.config.covariance:                 # generic_covariance with these factors: unit right-hand sides
             E = np.zeros((self._N, len(self._soft_pos)))
             E[self._soft_pos, np.arange(len(self._soft_pos))] = 1.0
             Op, Oi, Ox = self._GO
@@ -595,14 +410,15 @@ class Estimator(EstimatorInterface):
                                  f"singular for this sensor set")
 
     # ------------------------------------------------------------------ floating base
-    def _base_acceleration(self, result: Estimate) -> np.ndarray:
+    def base_acceleration(self, result: Estimate) -> np.ndarray:
+        """The floating-base acceleration of an estimate (:attr:`Estimate.base_acceleration`)."""
         from ..dynamics.kinematics import S_FREE
         from ..spatial import quat_to_R
         m, lay = self.model, self._layout
         if not m.floating_base:
             return np.zeros(0)
-        a0 = result._sol[self._sol_col[lay.col("a", m.body_names[0]):lay.col("a", m.body_names[0]) + 6]]
-        R_w0 = quat_to_R(result._imu[0:4]) @ self._E_F_to_base()
+        a0 = result.x[self._sol_col[lay.col("a", m.body_names[0]):lay.col("a", m.body_names[0]) + 6]]
+        R_w0 = quat_to_R(result.imu[0:4]) @ self._E_F_to_base()
         a_rel = a0 - np.concatenate([np.zeros(3), R_w0.T @ (-m.gravity)])
         return S_FREE.T @ a_rel
 
@@ -620,79 +436,8 @@ class Estimator(EstimatorInterface):
         velocity from the IMU gyro, acceleration from the estimate."""
         from ..spatial import quat_to_R
         result = result or self.result
-        R_w0 = quat_to_R(result._imu[0:4]) @ self._E_F_to_base()
+        R_w0 = quat_to_R(result.imu[0:4]) @ self._E_F_to_base()
         qb = np.zeros(7)
-        qb[3:7] = _R_to_quat(R_w0)
+        qb[3:7] = R_to_quat(R_w0)
         vb = np.concatenate([np.zeros(3), self.data.V[0, :3]])
-        return qb, vb, self._base_acceleration(result)
-
-
-def _R_to_quat(R) -> np.ndarray:
-    """Rotation matrix → ``[x, y, z, w]``."""
-    w = np.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2.0
-    x = np.copysign(np.sqrt(max(0.0, 1.0 + R[0, 0] - R[1, 1] - R[2, 2])) / 2.0, R[2, 1] - R[1, 2])
-    y = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] + R[1, 1] - R[2, 2])) / 2.0, R[0, 2] - R[2, 0])
-    z = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] - R[1, 1] + R[2, 2])) / 2.0, R[1, 0] - R[0, 1])
-    return np.array([x, y, z, w])
-
-
-# ---------------------------------------------------------------------------- compiled tick
-@njit
-def _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_y, imu_y, n_imu, q, dq, ddq, y, imu,
-          GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
-    """One estimate (``kip`` … ``V``: the packed tree and buffers of :func:`.kinematics.sources`;
-    ``y`` the measurement vector, whose IMU slice, ``n_imu`` values from ``imu_y``, is copied to
-    ``imu``). Returns 0, or 1 for a non-finite input (``info[0]`` = 1…4 for q, dq, ddq, y,
-    ``info[1]`` = index), or 2 for a non-finite result."""
-    if first_non_finite((q, dq, ddq, y), info):
-        return 1
-    for k in range(n_imu):
-        imu[k] = y[imu_y + k]
-    kin.sources(kip, kfp, kw, E, V, q, dq, imu[4:7], src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
-    rsrc[r_qdd:r_qdd + ddq.shape[0]] = ddq
-    rsrc[r_y:r_y + y.shape[0]] = y
-    gather(GKp, GKi, GKx, src, Ax)                  # values of P D Q (eqs. 4, 16)
-    gather(GRp, GRi, GRx, rsrc, x)                  # right-hand side -P b
-    info[2] = numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w)
-    lu_solve(Lp, Li, Lx, Up, Ui, Ux, x)
-    gather(GOp, GOi, GOx, x, out)
-    for k in range(out.shape[0]):
-        if not np.isfinite(out[k]):
-            return 2
-    return 0
-
-
-@njit
-def _covariance(Lp, Li, Lx, Up, Ui, Ux, soft_pos, GOp, GOi, GOx, x, out, nj, nc, cov):
-    """The posterior covariance of the outputs by the generic path: the whitened noise of every soft
-    row is a unit normal, so ``cov(out) = Σ_k (O K⁻¹ e_k)(O K⁻¹ e_k)ᵀ`` over the soft rows ``k``
-    (one substitution each with the tick's factors). ``cov``: the ``nj`` torque variances, then
-    the 6 × 6 block of each of the ``nc`` contact wrenches. Returns 0, or 2 when one is not finite."""
-    for k in range(cov.shape[0]):
-        cov[k] = 0.0
-    for s in range(soft_pos.shape[0]):
-        for k in range(x.shape[0]):
-            x[k] = 0.0
-        x[soft_pos[s]] = 1.0
-        lu_solve(Lp, Li, Lx, Up, Ui, Ux, x)
-        gather(GOp, GOi, GOx, x, out)
-        for k in range(nj):
-            cov[k] += out[k] * out[k]
-        for c in range(nc):
-            o, b = nj + 6 * c, nj + 36 * c
-            for a in range(6):
-                for e in range(6):
-                    cov[b + 6 * a + e] += out[o + a] * out[o + e]
-    for k in range(cov.shape[0]):
-        if not np.isfinite(cov[k]):
-            return 2
-    return 0
-
-
-@njit
-def _chi2(out, start, info):
-    """``info[3]``: the squared norm of the whitened residual ``out[start:]``."""
-    s = 0.0
-    for k in range(start, out.shape[0]):
-        s += out[k] * out[k]
-    info[3] = s
+        return qb, vb, self.base_acceleration(result)

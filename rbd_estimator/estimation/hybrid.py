@@ -13,7 +13,7 @@ inputs (Nori's rows (7q̈) and (14τ)); the known external wrenches enter the ri
 
 It is planned once by the generic path's plan (:func:`.plan.plan_static_lu`: worst-case pattern,
 block triangular form, static pivots, symbolic LU) and solved every call by the estimator's
-compiled generic tick (:func:`.estimator._tick`: kinematics, sources, gathers, numeric LU, solve),
+compiled generic tick (:func:`.generic_tick.generic_tick`: kinematics, sources, gathers, numeric LU, solve),
 allocation-free. All accelerations unknown is forward dynamics (:class:`.forward.SparseForwardDynamics`),
 all known inverse dynamics.
 
@@ -32,7 +32,7 @@ from ..model.forward_kinematics import K_WTMP, KinematicTree
 from ..model.robot_model import RobotModel
 from . import kinematics as kin
 from .config import SensorConfig
-from .estimator import _tick
+from .generic_tick import generic_tick
 from .layout import SystemLayout
 from .plan import StaticLU, plan_static_lu
 
@@ -231,9 +231,9 @@ def _hybrid_tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qd
              (2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)))
         for a in range(3):
             y[g0 + 3 + a] = R[0][a] * a_w[3] + R[1][a] * a_w[4] + R[2][a] * a_w[5]
-    status = _tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_y, -1, 0, q, dq, no_ddq, y,
-                   imu, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx, out,
-                   info)
+    status = generic_tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_y, -1, 0, q, dq, no_ddq,
+                          y, imu, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx,
+                          out, info)
     for k in range(nv):                                          # the given halves of (q̈, τ)
         if known[k]:
             out[k] = y[nv + k]

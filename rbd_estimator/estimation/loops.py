@@ -30,7 +30,7 @@ per-tick cost: for every cluster holding such a loop (and only those), the tick 
 assembly rather than the reference one; from the reference again if that fails), evaluates
 ``G_k(q)``, ``g_k(q, q̇)``, patches those blocks of ``G`` and adds ``g_k`` to ``q̈``. For four-bars
 (every loop but :class:`ExplicitLoop`) this runs in one compiled kernel
-(:func:`_loop_state` on :class:`~rbd_estimator.model.cluster_packing.PackedClusterTree`, the same
+(:func:`~.loop_state.loop_state` on :class:`~rbd_estimator.model.cluster_packing.PackedClusterTree`, the same
 equations as :mod:`~rbd_estimator.model.loop_closure`) that also forms ``[q q̇ q̈]`` and checks the
 input, in preallocated buffers: a few µs per four-bar cluster between nearby ticks
 (``benchmarks/bench_loops.py --estimator``). An :class:`ExplicitLoop`'s ``G``, ``g``, ``γ`` are the
@@ -53,18 +53,16 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import ConfigError
-from ..jit import fast_njit
-from ..kernels.layout import Layout, Packer
-from ..model.cluster_kernels import cluster_constraint, cluster_position
-from ..model.cluster_packing import (CLOSURE_FAILED, NOT_FINITE, H_CNY, H_CW, H_QREF, NW, SINGULAR, W_G, W_g,
-                                     PackedClusterTree, packable)
+from ..model.cluster_packing import CLOSURE_FAILED, NOT_FINITE, PackedClusterTree, packable
 from ..model.clusters import ClusterTree
 from ..model.loops import BeltTransmission, ExplicitLoop, LinearTransmission, LinkAndRotor, LoopConfig
 from ..model.robot_model import RobotModel
 from .config import SensorConfig
 from .contacts import make_estimator
-from .estimator import Estimate, ImuSample
+from .estimate import Estimate
+from .measurements import ImuSample
 from .interface import EstimatorInterface
+from .loop_state import index_table, loop_state
 
 __all__ = ["LoopEstimator", "LoopEstimate", "ImuSample", "estimator_for", "model_for"]
 
@@ -164,7 +162,7 @@ class LoopEstimator(EstimatorInterface):
     def _init_state_dependent(self):
         """Per-tick data of the clusters whose ``G`` depends on the state (four-bars, explicit loops):
         their rows (tree-joint positions) and columns (independent-joint positions) in ``G``; for a
-        tree without :class:`ExplicitLoop` the packed tree and index table of :func:`_loop_state`."""
+        tree without :class:`ExplicitLoop` the packed tree and index table of :func:`~.loop_state.loop_state`."""
         tree, m = self.tree, self.tree.model
         row = {int(m.v_idx[m.body_joint_names.index(j)]): k for k, j in enumerate(self.tree_joint_names)}
         ypos = {int(v): k for k, v in enumerate(tree.y_v_idx)}
@@ -191,10 +189,10 @@ class LoopEstimator(EstimatorInterface):
             for name, a in parts.items():                             # the attributes become views of it
                 setattr(self, "_" + name if name != "G" else name, self._E[start:start + a.size].reshape(a.shape))
                 start += a.size
-            self._nl = _index_table(self._nonlinear, self._y_q, self._y_v, len(self.tree_joint_names), m.nq, m.nv)
+            self._nl = index_table(self._nonlinear, self._y_q, self._y_v, len(self.tree_joint_names), m.nq, m.nv)
             self._Y[0] = self._qs[self._y_q]                          # one call at the reference state: the
             p = self._packed                                          # kernel is compiled (or loaded) when
-            _loop_state(p.ip, p.fp, p.w, self._nl, self._E)           # planning, not at the first tick
+            loop_state(p.ip, p.fp, p.w, self._nl, self._E)           # planning, not at the first tick
             self._Y[:] = 0.0
         self._warm_tree = replace(tree, q_reference=self._q_warm)
 
@@ -263,7 +261,7 @@ class LoopEstimator(EstimatorInterface):
             Y[k] = a
         if self._packed is not None:                                  # checks, closes, forms [q q̇ q̈] (compiled)
             p = self._packed
-            if _loop_state(p.ip, p.fp, p.w, self._nl, self._E):
+            if loop_state(p.ip, p.fp, p.w, self._nl, self._E):
                 self._raise(*self._nl[-2:])
         else:
             self._python_state()
@@ -274,9 +272,10 @@ class LoopEstimator(EstimatorInterface):
         return self.result
 
     def _raise(self, kind: int, index: int):
-        """The error of a failed :func:`_loop_state`: a non-finite input or a loop that cannot be closed."""
+        """The error of a failed :func:`~.loop_state.loop_state`: a non-finite input or a loop that cannot be
+        closed."""
         from ..model.loop_closure import LoopClosureError
-        if kind == _NOT_FINITE:
+        if kind == NOT_FINITE:
             k, i = divmod(int(index), self._Y.shape[1])
             raise ValueError(f"{('q', 'dq', 'ddq')[k]}[{i}] ({self.joint_names[i]}) is not finite; "
                              f"the sample was rejected")
@@ -293,7 +292,7 @@ class LoopEstimator(EstimatorInterface):
         Y = self._Y
         if not np.isfinite(Y).all():
             k, i = np.argwhere(~np.isfinite(Y))[0]
-            self._raise(_NOT_FINITE, k * Y.shape[1] + i)
+            self._raise(NOT_FINITE, k * Y.shape[1] + i)
         if self._nonlinear:
             self._update_state_dependent()
         np.dot(Y, self._GT, out=self._Q)                              # [q q̇ q̈] = G [y ẏ ÿ] (γ linear, g = 0)
@@ -321,114 +320,6 @@ class LoopEstimator(EstimatorInterface):
     def base_state(self, result: LoopEstimate | None = None):
         """:meth:`Estimator.base_state` of the last (or the given) estimate."""
         return self.estimator.base_state(None if result is None else result.tree)
-
-
-# ---------------------------------------------------------------------------- compiled tick
-_NOT_FINITE = NOT_FINITE
-# index table of :func:`_loop_state`: header (sizes _N_*, offsets _O_* of the blocks it names), then the blocks
-LOOP_TABLE = Layout("N_NL N_Y N_J N_Q N_V O_K O_R0 O_C0 O_ROWS O_COLS O_QIX O_YQ O_YV")
-(_N_NL, _N_Y, _N_J, _N_Q, _N_V, _O_K, _O_R0, _O_C0, _O_ROWS, _O_COLS, _O_QIX, _O_YQ, _O_YV) = LOOP_TABLE.slots
-LOOP_TABLE.check(globals(), "_")
-
-
-def _index_table(nonlinear, y_q, y_v, n_joints: int, nq: int, nv: int) -> np.ndarray:
-    """The integers :func:`_loop_state` needs, in one array: sizes, then the state-dependent
-    clusters, the start of each one's rows (and spanning ``q`` indices) and columns, the rows (tree
-    joints), columns (independent joints) and ``q`` indices, and the spanning ``q``/``q̇`` index of
-    every independent joint; its last two entries receive a failure's status and index."""
-    ks = [k for k, *_ in nonlinear]
-    rows = [r for _, r, *_ in nonlinear]
-    cols = [c for _, _, c, *_ in nonlinear]
-    qix = [q for *_, q in nonlinear]
-    blocks = [ks, _starts(rows), _starts(cols), _cat(rows), _cat(cols), _cat(qix), y_q, y_v]
-    table = Packer(np.int64, header=LOOP_TABLE)
-    header = dict(N_NL=len(ks), N_Y=len(y_q), N_J=n_joints, N_Q=nq, N_V=nv)
-    header.update(zip(("O_K", "O_R0", "O_C0", "O_ROWS", "O_COLS", "O_QIX", "O_YQ", "O_YV"), map(table.add, blocks)))
-    table.reserve(2)
-    return table.array(header)
-
-
-def _starts(parts) -> list:
-    out = [0]
-    for p in parts:
-        out.append(out[-1] + len(p))
-    return out
-
-
-def _cat(parts) -> np.ndarray:
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
-
-
-@fast_njit
-def _loop_state(ip, fp, w, nl, E):
-    """One tick's spanning state ``[q q̇ q̈]`` (rows of ``Q``, tree joints) from ``[y ẏ ÿ]`` (rows of
-    ``Y``): checks ``Y`` is finite, closes every state-dependent cluster at ``(y, ẏ)`` from the
-    previous assembly ``q_warm`` (from the reference when that fails; Alg. 1, line 3), writes its
-    ``G_k`` into ``G`` and ``Gᵀ`` (lines 4–6), then ``[q q̇ q̈] = G [y ẏ ÿ]`` with ``q += γ(0)``
-    (constant loops), ``q_k = γ_k(y_k)`` and ``q̈_k += g_k`` (eq. 3). ``E`` holds, row-major,
-    ``Y`` (3 × n_y), the spanning ``q``, ``q̇``, ``q_warm``, ``G`` (n_j × n_y), ``Gᵀ``, ``γ(0)``
-    (n_j) and ``Q`` (3 × n_j). Returns 0, or a status that it also writes with the failing loop
-    (or flat input) index into the last two entries of ``nl``."""
-    ny, nj, nq, nv = nl[_N_Y], nl[_N_J], nl[_N_Q], nl[_N_V]
-    eY = 0
-    eq = eY + 3 * ny
-    edq = eq + nq
-    ew = edq + nv
-    eG = ew + nq
-    eGT = eG + nj * ny
-    eo = eGT + ny * nj
-    eQ = eo + nj
-    n_info = nl.size - 2
-    for x in range(3 * ny):
-        if not np.isfinite(E[eY + x]):
-            nl[n_info], nl[n_info + 1] = _NOT_FINITE, x
-            return _NOT_FINITE
-    qs, dqs, q_warm = E[eq:eq + nq], E[edq:edq + nv], E[ew:ew + nq]
-    for j in range(ny):
-        qs[nl[nl[_O_YQ] + j]] = E[eY + j]
-        dqs[nl[nl[_O_YV] + j]] = E[eY + ny + j]
-    qref = fp[ip[H_QREF]:ip[H_QREF] + nq]
-    for n in range(nl[_N_NL]):
-        k = nl[nl[_O_K] + n]
-        r0, r1 = nl[nl[_O_R0] + n], nl[nl[_O_R0] + n + 1]
-        c0 = nl[nl[_O_C0] + n]
-        bad = cluster_position(ip, fp, w, k, qs, q_warm)
-        if bad >= 0:                                                # lost the branch: from the reference
-            bad = cluster_position(ip, fp, w, k, qs, qref)
-            if bad >= 0:
-                nl[n_info], nl[n_info + 1] = CLOSURE_FAILED, bad
-                return CLOSURE_FAILED
-        for a in range(r1 - r0):
-            x = nl[nl[_O_QIX] + r0 + a]
-            q_warm[x] = qs[x]
-        cw = ip[H_CW] + NW * k
-        go, gro = ip[cw + W_G], ip[cw + W_g]
-        bad = cluster_constraint(ip, fp, w, k, qs, dqs, True, w, go, w, gro)
-        if bad >= 0:
-            nl[n_info], nl[n_info + 1] = SINGULAR, bad
-            return SINGULAR
-        nyk = ip[ip[H_CNY] + k]
-        for a in range(r1 - r0):
-            row = nl[nl[_O_ROWS] + r0 + a]
-            for b in range(nyk):
-                col = nl[nl[_O_COLS] + c0 + b]
-                E[eG + ny * row + col] = w[go + nyk * a + b]
-                E[eGT + nj * col + row] = w[go + nyk * a + b]
-    for r in range(3):                                              # [q q̇ q̈] = G [y ẏ ÿ]
-        for j in range(nj):
-            s = E[eo + j] if r == 0 else 0.0
-            for b in range(ny):
-                s += E[eY + ny * r + b] * E[eGT + nj * b + j]
-            E[eQ + nj * r + j] = s
-    for n in range(nl[_N_NL]):                                      # q_k = γ_k(y_k), q̈_k += g_k
-        k = nl[nl[_O_K] + n]
-        r0, r1 = nl[nl[_O_R0] + n], nl[nl[_O_R0] + n + 1]
-        gro = ip[ip[H_CW] + NW * k + W_g]
-        for a in range(r1 - r0):
-            row = nl[nl[_O_ROWS] + r0 + a]
-            E[eQ + row] = qs[nl[nl[_O_QIX] + r0 + a]]
-            E[eQ + 2 * nj + row] += w[gro + a]
-    return 0
 
 
 # ---------------------------------------------------------------------------- plan-time checks

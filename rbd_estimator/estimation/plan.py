@@ -3,7 +3,8 @@ the symbolic factorisation, computed once per model and sensor set.
 
 * Worst-case sparsity pattern: the only state-dependent blocks are the ``ⁱX_λ(i)``; their
   entries are trigonometric in ``q`` and vanish only on a set of measure zero, so the union of
-  the patterns at a few random states is the worst-case pattern.
+  the patterns at a few random states is the worst-case pattern (:func:`numeric_A`,
+  :func:`prune_to_worst_case`).
 * Well-posedness: structural rank first (a maximum bipartite matching), then numerical rank at
   random states — the Newton–Euler rows solved on their natural pivots leave only the contact
   unknowns, so the numerical test is an SVD of sensor rows × contact unknowns; an ill-posed set
@@ -12,7 +13,7 @@ the symbolic factorisation, computed once per model and sensor set.
 * The system to factorise is ``A`` itself when the sensors determine the unknowns exactly, or
   the augmented (KKT) system of the weighted least-squares problem when they are redundant
   (more rows than unknowns): minimise ``|A_s d − r_s|²`` (whitened sensor rows) subject to the
-  Newton–Euler rows ``A_h d = r_h``.
+  Newton–Euler rows ``A_h d = r_h`` (:func:`system_triplets`).
 * Permutations: a maximum-product matching puts large, state-independent entries on the
   diagonal, Tarjan's strongly connected components give the block triangular form (a
   triangularisable matrix comes out triangular: zero fill-in, Nori Remark 2), and inside each
@@ -23,6 +24,7 @@ the symbolic factorisation, computed once per model and sensor set.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 import scipy.linalg as la
@@ -356,6 +358,43 @@ def dependents_first(rows: np.ndarray, cols: np.ndarray, blocks: np.ndarray):
     starts = np.concatenate([[0], np.cumsum(sizes[order])])
     idx = np.arange(len(rows)) - np.repeat(starts[:-1] - blocks[order], sizes[order])   # new → old position
     return rows[idx], cols[idx], starts
+
+
+def numeric_A(lay: SystemLayout, sources, t: np.ndarray) -> sp.csr_matrix:
+    """``A`` of the layout ``lay`` at a state (its ``(src, rsrc)``) from the triplet array ``t``
+    (rows of ``lay.triplets``)."""
+    src = sources[0]
+    r, c, idx, coef = t[:, 0].astype(int), t[:, 1].astype(int), t[:, 2].astype(int), t[:, 3]
+    return sp.csr_matrix((coef * src[idx], (r, c)), shape=(lay.m, lay.n))
+
+
+def prune_to_worst_case(lay: SystemLayout, A_states, t: np.ndarray) -> np.ndarray:
+    """Drop from ``lay.triplets`` the triplets at positions that are zero in every matrix of
+    ``A_states`` (``A`` at random states): identically zero. Returns the kept rows of ``t``."""
+    keys = []
+    for A in A_states:
+        coo = A.tocoo()
+        keys.append(coo.row[coo.data != 0].astype(np.int64) * lay.n + coo.col[coo.data != 0])
+    keep = np.isin(t[:, 0].astype(np.int64) * lay.n + t[:, 1].astype(np.int64), np.concatenate(keys))
+    lay.triplets = list(compress(lay.triplets, keep.tolist()))
+    return t[keep]
+
+
+def system_triplets(lay: SystemLayout, t: np.ndarray):
+    """Triplets (rows of an array) of the matrix to factorise, from those of ``A`` (``t``):
+    ``A`` (square) or the KKT matrix ``[[0, A_hᵀ, A_sᵀ], [A_h, 0, 0], [A_s, 0, -1]]`` of the
+    weighted least-squares problem. Returns ``(triplets, N, redundant, pivots)``."""
+    hard = [(c, r) for r, c in enumerate(lay.row_pivot) if c >= 0]     # (column, row) pivots
+    if lay.m == lay.n:
+        return t, lay.n, False, hard
+    n, N = lay.n, lay.n + lay.m
+    r, c, s, v = t.T
+    k = n + lay.m_hard + np.arange(lay.m_soft)
+    trip = np.vstack([np.c_[n + r, c, s, v], np.c_[c, n + r, s, v],
+                      np.c_[k, k, np.zeros(lay.m_soft), -np.ones(lay.m_soft)]])
+    pivots = ([(c, n + r) for c, r in hard] + [(n + r, c) for c, r in hard]
+              + [(n + lay.m_hard + k, n + lay.m_hard + k) for k in range(lay.m_soft)])
+    return trip, N, True, pivots
 
 
 def costs_of(layout: SystemLayout) -> tuple[int, int]:

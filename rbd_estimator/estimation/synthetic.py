@@ -14,7 +14,8 @@ from ..dynamics.crba import crba
 from ..dynamics.kinematics import joint_transform
 from ..dynamics.rnea import rnea, rnea_full
 from ..sensors import ContactForce, FootForce, JointTorque
-from .estimator import Estimator, ImuSample, _R_to_quat
+from ..spatial import R_to_quat
+from .estimator import Estimator, ImuSample
 
 
 class SensorReadings(NamedTuple):
@@ -103,6 +104,6 @@ def _imu(estimator, q, vb, ab, gauss) -> ImuSample:
     X = frame.X
     vF, aF = X @ vb[frame.body], X @ ab[frame.body]
     acc = aF[3:] + np.cross(vF[:3], vF[3:])
-    return ImuSample(_R_to_quat(R_wF), vF[:3].copy(),            # the gyro is a kinematic input: noiseless
+    return ImuSample(R_to_quat(R_wF), vF[:3].copy(),            # the gyro is a kinematic input: noiseless
                      acc + gauss(imu.linear_acceleration_stddev, 3),
                      aF[:3] + gauss(imu.angular_acceleration_stddev, 3) if imu.use_angular_acceleration else None)

@@ -25,13 +25,10 @@ Times are nanoseconds on the receiving clock (``now``) or header stamps (``stamp
 """
 from __future__ import annotations
 
-import json
 import time
-import warnings
-from dataclasses import dataclass
 from functools import partial
 
-from ..errors import ConfigError, DescriptionUnavailable, IllPosedError, ModelError, ModelWarning
+from ..errors import ConfigError
 from . import cdr
 from .calibration import SampleCollector, fit_request, parse_request
 from .contact_state import ContactState
@@ -42,114 +39,13 @@ from .plans import PlanSet, gil_yielding, without
 from .stats import RollingStats
 from .faults import FaultMonitor
 from . import offsets
+from .reporting import ERROR, OK, WARN, coverage_lines, diagnostics
 from .tick import TickCore
-from ..sensors.base import ARRAY_MESSAGE, IMU_MESSAGE, WRENCH_MESSAGE
+from .sensor_sets import (FAULTS_TOPIC, MESSAGE_OF, VARIANCE_TOPIC, Input, Output, Pending, encoders_for,
+                          make_oracle, plan_set, problem_key, uncertainty_of)
 
 #: estimators kept for later sensor sets (:meth:`Session.prepare`)
 LIBRARY = 64
-#: diagnostic levels (``diagnostic_msgs/DiagnosticStatus``: OK 0, WARN 1, ERROR 2)
-OK, WARN, ERROR = 0, 1, 2
-#: the ROS type of each input slot's decoder
-MESSAGE_OF = {IMU_MESSAGE: cdr.IMU, WRENCH_MESSAGE: cdr.WRENCH_STAMPED, ARRAY_MESSAGE: cdr.FLOAT64_MULTI_ARRAY}
-
-
-@dataclass(frozen=True)
-class Input:
-    """A subscription the session needs: ``topic`` as configured (relative, ``~/…`` or absolute:
-    the driver resolves it), ``message`` its ROS type, ``handler(raw, now) → code`` (the
-    :mod:`~rbd_estimator.runtime.input_core` code; ``CDR_ERROR`` for bytes that do not decode),
-    ``trigger``: joint states (a tick per message; the node queues a few)."""
-    key: tuple
-    topic: str
-    message: str
-    handler: object
-    trigger: bool = False
-
-
-#: the joint torques' posterior variances ((N·m)²), a ``sensor_msgs/JointState`` like ``~/joint_torques``
-#: with the variances as ``effort`` (docs/probabilistic_model.md)
-VARIANCE_TOPIC = "~/joint_torque_variance"
-#: the sensors the fault monitor excludes (``std_msgs/String``, names separated by ", "; empty: none),
-#: emitted when the set changes
-FAULTS_TOPIC = "~/sensor_faults"
-
-
-@dataclass(frozen=True)
-class Output:
-    """A topic the session emits on (private topics: ``~/…``), with its ROS type."""
-    topic: str
-    message: str
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A sensor set planned beside the one in use (:meth:`Session.prepare`), for :meth:`Session.swap`:
-    its plans, input state, contact state and output encoders, all built off the tick thread."""
-    config: object
-    settings: NodeSettings
-    plans: PlanSet
-    oracle: object
-    oracle_error: str
-    inputs: SensorInputs
-    contacts: ContactState
-    encoders: tuple
-
-
-def encoders_for(estimator, contacts: ContactState) -> tuple:
-    """``(joint torques, [contact wrenches], contact state or None, joint-torque variance or None,
-    [contact-wrench covariances])`` encoders of a set's outputs (the uncertainty's: :func:`uncertainty_of`)."""
-    variance, covariance = uncertainty_of(estimator)
-    return (cdr.JointTorquesEncoder(estimator.joint_names),
-            [cdr.WrenchStampedEncoder(f) for f in estimator.contact_frames],
-            cdr.ContactStateEncoder(contacts.names) if contacts.switchable else None,
-            cdr.JointTorquesEncoder(estimator.joint_names) if variance else None,
-            [cdr.CovarianceEncoder() for _ in estimator.contact_frames] if covariance else [])
-
-
-def uncertainty_of(estimator) -> tuple[bool, bool]:
-    """Whether the estimates of ``estimator`` carry the joint torques' variances and the contact
-    wrenches' covariances (``covariance: true``; no torque variances for a robot with loops)."""
-    on = bool(estimator.config.covariance)
-    return on and not estimator.has_loops, on
-
-
-def advice(exc: BaseException) -> str:
-    """One line for a failed configure or reconfiguration: what is wrong and what to change."""
-    if isinstance(exc, IllPosedError):
-        return (f"the sensor set is ill-posed: {exc}. Add sensors (force-torque, load cells, joint torques) or "
-                f"constrain the contacts (contact.<name>.type), then configure again")
-    if isinstance(exc, ModelError):
-        return (f"robot model error: {exc}. Fix robot_description, or the frame and sensor names in the "
-                f"parameters, then configure again")
-    if isinstance(exc, ConfigError):
-        return f"invalid parameters: {exc}. Fix the parameter named above, then configure again"
-    if isinstance(exc, DescriptionUnavailable):
-        return str(exc)
-    return f"unexpected {type(exc).__name__}: {exc}"
-
-
-def make_oracle(xml, config, estimator, settings):
-    """The pinocchio cross-check of the full set: ``(oracle or None, why it is off or '')``."""
-    if settings.oracle_every_n == 0:
-        return None, ""
-    if estimator.has_loops:            # actuator efforts: the URDF alone has no rotors
-        return None, ("pinocchio cross-check off: the configuration declares loops or the URDF has mimic joints "
-                      "(actuator efforts), which pinocchio's tree model does not couple")
-    try:
-        from .oracle import PinocchioOracle
-        return PinocchioOracle(xml, config.floating_base, estimator.joint_names, estimator.contact_frames,
-                               config.imu.frame if config.imu else None), ""
-    except Exception as exc:  # noqa: BLE001 - the cross-check is diagnostics: never a reason to fail
-        return None, f"pinocchio cross-check off: {type(exc).__name__}: {exc}"
-
-
-def plan_set(xml, config, settings, quiet: bool = False) -> PlanSet:
-    """The plans of ``config`` (raises ModelError / ConfigError / IllPosedError with the reason);
-    ``quiet``: the model's warnings were reported already."""
-    with warnings.catch_warnings():
-        if quiet:
-            warnings.simplefilter("ignore", ModelWarning)
-        return PlanSet(xml, config, PlanSet.plan(xml, config, strict=settings.strict_model))
 
 
 class Session:
@@ -503,20 +399,8 @@ class Session:
                              f"contacts change ({reason})")
 
     def coverage_lines(self) -> list:
-        """``(level, text)`` lines on which contact subsets have a plan (switchable contacts) and
-        which contact components the sensors leave to the prior at the nominal stance."""
-        weak = [(WARN, f"contacts {k}: at the nominal stance (`nominal_pose`, other joints at zero) the sensors "
-                       f"do not determine {', '.join(v)}; estimated with the prior's variance there (docs/probabilistic_model.md)")
-                for k, v in self.estimator.weak_directions().items()]
-        sw = self.estimator.switching()
-        if sw is None:
-            return weak
-        cov = sw.coverage()
-        ok = [k for k, r in cov.items() if r is None]
-        out = [(OK, f"contact subsets planned ({len(ok)} of {len(cov)}): {', '.join(ok)}")]
-        out += [(WARN, f"contact subset {k} is ill-posed with these sensors (ERROR, no output, while it lasts): {r}")
-                for k, r in cov.items() if r is not None]
-        return out + weak
+        """:func:`.reporting.coverage_lines` of this session."""
+        return coverage_lines(self)
 
     # ------------------------------------------------------------------ reporting
     def input_counts(self) -> tuple:
@@ -526,60 +410,8 @@ class Session:
         return {k: s.received for k, s in pairs}, {k: dict(s.rejected) for k, s in pairs}
 
     def diagnostics(self, now: int) -> tuple:
-        """``(level, message, values)`` of the session now (see :mod:`rbd_estimator.ros.diagnostics`
-        for the keys)."""
-        level, message = self.status
-        if self.subset_status is not None:
-            level, message = max(level, self.subset_status[0]), self.subset_status[1] + "; " + message
-        core, plans = self.core, self.plans
-        plan = core.plan_in_use or plans.main
-        values = {"status": message,
-                  "active_plan": "full" if not plan.missing else "without " + ", ".join(sorted(plan.missing)),
-                  "ticks": core.ticks, "outputs": core.outputs, "ticks_without_output": core.no_output,
-                  "estimate_failures": core.estimate_failures, "nonfinite_outputs": core.nonfinite_outputs,
-                  "stale_timer_ticks": self.stale_timer_ticks, "reconfigurations": self.swaps}
-        lat = self.latency.summary()
-        values.update(tick_latency_median_ms=lat["median"] * 1e3, tick_latency_p99_ms=lat["p99"] * 1e3,
-                      tick_latency_max_ms=lat["max"] * 1e3)
-        rep = plans.main.estimator.report
-        values.update(plan=rep.summary(), plan_unknowns=rep.n_unknowns, plan_equations=rep.n_equations,
-                      plan_nnz=rep.nnz, plan_fill_in=rep.fill_in, plan_flops=rep.flops)
-        values.update({f"fallback/{k}": v for k, v in plans.fallback_summary().items()})
-        tol = self.settings.oracle_tolerance
-        values.update(oracle_residual=self.oracle_residual, oracle_base_residual=self.oracle_base_residual,
-                      oracle_checks=self.oracle_checks, oracle_tolerance=tol)
-        if self.oracle_error:
-            values["oracle_error"] = self.oracle_error
-        c = self.contacts
-        if c.switchable:
-            values.update({"contacts/subset": c.label(c.mask), "contacts/switches": c.switches,
-                           "contacts/ill_posed_ticks": core.ill_posed_subset_ticks,
-                           "contacts/unknown_commands": c.unknown_commands})
-            values.update({f"contacts/time_s/{k}": v for k, v in sorted(c.time_in.items())})
-            values.update({f"contacts/ill_posed/{k}": r for k, r in c.est.coverage().items() if r is not None})
-        if self.oracle_residual > tol:
-            level = max(level, WARN)
-            message += f"; oracle residual {self.oracle_residual:.3g} N·m above tolerance {tol:g}"
-        if self.core.faults is not None:
-            values.update(self.core.faults.summary())
-        if self.core.offsets is not None:
-            values.update(offsets.diagnostics(self.core.offsets))
-        cond = self.condition.summary()
-        last = self.condition.last()
-        values.update(condition_last=last, condition_min=cond["min"], condition_warn_below=self.settings.condition_warn_below)
-        if last < self.settings.condition_warn_below:
-            level = max(level, WARN)
-            message += (f"; ill-conditioned: condition estimate {last:.3g} below {self.settings.condition_warn_below:g} "
-                        f"(a direction the sensors barely determine at this state: see the covariance)")
-        inp = self.inputs
-        for name, slot in [("joint_states", inp.joint_states)] + list(inp.slots.items()):
-            values[f"{name}/fresh"] = slot.fresh(now)
-            values[f"{name}/age_ms"] = slot.age(now) * 1e3
-            values[f"{name}/received"] = slot.received
-            values[f"{name}/rejected"] = sum(slot.rejected.values())
-            for reason, count in sorted(slot.rejected.items()):
-                values[f"{name}/rejected/{reason}"] = count
-        return level, message, values
+        """:func:`.reporting.diagnostics` of this session at ``now`` (ns)."""
+        return diagnostics(self, now)
 
     def close(self) -> None:
         """Release the plans."""
@@ -592,19 +424,6 @@ def _joint_state(raw):
         return cdr.decode(cdr.JOINT_STATE, raw)
     except cdr.CdrError:
         return None
-
-
-def _problem(config) -> dict:
-    """The parameters that define the estimation problem (everything but the node-only ones)."""
-    flat = config.to_parameters()
-    for k in config.node:
-        flat.pop(k, None)
-    return flat
-
-
-def problem_key(config) -> str:
-    """A hashable form of :func:`_problem`."""
-    return json.dumps(_problem(config), sort_keys=True, default=repr)
 
 
 __all__ = ["Input", "Output", "Pending", "Session", "make_oracle", "plan_set", "OK", "WARN", "ERROR"]
