@@ -379,7 +379,7 @@ def main(argv=None) -> int:
                    log=lambda s: print(s, flush=True), walk=not args.stand)
     print(f"  done in {time.monotonic() - t0:.1f} s", flush=True)
 
-    from .replay.demo_runner import run_node_and_publish   # the ROS side (rclpy, messages)
+    from .ros.demo_runner import run_node_and_publish   # the ROS side (rclpy, messages)
     # the demo loses no sensor: skip the background plans for sensor losses
     overrides = {"prepare_fallbacks": False}
     if not args.stand:      # the walking controller commands the contact state

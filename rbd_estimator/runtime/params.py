@@ -98,7 +98,9 @@ class NodeSettings:
                                                ge=0.0, change=LIVE)
     fault_false_alarm_rate: float = parameter(
         "per-tick false-alarm rate of the χ² test on the whitened residual that finds an inconsistent sensor, "
-        "isolates and excludes it (runtime/faults.py); 0: off", 1e-6, ge=0.0, le=0.5, change=LIVE)
+        "isolates and excludes it (runtime/faults.py); 0: off (the default: it flags model error such as "
+        "accelerations differentiated from encoders or unmodelled offsets; 1e-6 where the noise model covers them)",
+        0.0, ge=0.0, le=0.5, change=LIVE)
     fault_start_delay: float = parameter("seconds after the first estimate (activation) before the χ² test starts: "
                                          "the derivative filter's start-up", 0.1, ge=0.0, change=LIVE)
     fault_recovery_time: float = parameter("seconds an excluded sensor must stay consistent with the others before "
