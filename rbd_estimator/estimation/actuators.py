@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit
+from ..sensors.joint_torque import JointTorque
 
 
 class ActuatorModel:
@@ -43,7 +44,7 @@ class ActuatorModel:
         """The model of ``config``'s joint-torque sensors (None when none has friction or armature)."""
         rows = [(y_offsets[s.name], list(joint_names).index(s.name), s.coulomb_friction / s.scale,
                  s.viscous_friction / s.scale, s.friction_velocity, s.armature / s.scale)
-                for s in config.sensors if getattr(s, "has_actuator_model", False)]
+                for s in config.sensors if isinstance(s, JointTorque) and s.has_actuator_model]
         return cls(*zip(*rows), n_y=n_y, n_joints=len(joint_names)) if rows else None
 
     def workspace(self) -> np.ndarray:

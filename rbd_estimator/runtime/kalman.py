@@ -30,6 +30,7 @@ sample on, as with the low-pass (:mod:`.filters`). Docs: docs/joint_acceleration
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -196,6 +197,7 @@ def steady_state(model: str, process_noise: float, position_stddev: float, veloc
     return F[K_P:K_P + 16].reshape(4, 4)[:n, :n].copy()
 
 
+@functools.lru_cache(maxsize=64)       # a steady state per setting: called on every parameter check
 def acceleration_stddev(model: str, process_noise: float, position_stddev: float, velocity_stddev: float,
                         rate_hz: float) -> float:
     """``sqrt(P_q̈q̈)`` of :func:`steady_state` (rad/s²): what the filter hands the estimator."""

@@ -27,7 +27,7 @@ def tracker_for(config, settings, old: OffsetTracker | None = None) -> OffsetTra
     if not tracks(config):
         return None
     names = set(config.sensor_names)
-    applied = {n: v for n, v in getattr(settings, "ft_offsets", ()) if n in names}
+    applied = {n: v for n, v in settings.ft_offsets if n in names}
     new = OffsetTracker(config, applied=applied)
     if old is not None:
         where = {lab: j for j, lab in enumerate(old.labels)}

@@ -241,8 +241,8 @@ class Session:
     def _sync_offsets(self) -> None:
         """The offset tracker of the set in use (:mod:`.offsets`: state kept across reconfigurations),
         and the fault monitor's χ² with the tracked offsets explained."""
-        core, key = self.core, (id(self.config), getattr(self.settings, "ft_offsets", ()))
-        if key != getattr(self, "_offsets_key", None):
+        core, key = self.core, (id(self.config), self.settings.ft_offsets)
+        if key != self._offsets_key:
             self._offsets_key = key
             core.offsets = offsets.tracker_for(self.config, self.settings, core.offsets)
             self.offsets_encoder = offsets.encoder_for(core.offsets)
