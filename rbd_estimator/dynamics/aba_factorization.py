@@ -136,7 +136,7 @@ def matrix_form_flops(model: RobotModel, q, dq, tau) -> dict:
     (a multiply–add per strictly lower nonzero, a division per row) and ``d = Wᴿ d'``. Kinematics
     (``ⁱX_λ``, ``c_i``, ``ν_i``) are left out, as in :func:`aba_flops`."""
     sys, ops = forward_system(model, q, dq, tau), _Counter()
-    IA, _, _ = _inertia_pass(model, sys, ops)
+    IA = _inertia_pass(model, sys, ops)[0]
     inert = ops.flops
     WR, Ws = property2_factors(model, sys, IA)
     f, M = spgemm_flops(sys.D, WR), sys.D @ WR
@@ -150,9 +150,9 @@ def matrix_form_flops(model: RobotModel, q, dq, tau) -> dict:
 
 
 def _inertia_pass(model, sys, ops: _Counter):
-    """(12Iᵃ) and (12Iᴬ), i = N_B … 1, in counted block arithmetic; returns ``(I^A, U, D⁻¹)``."""
+    """(12Iᵃ) and (12Iᴬ), i = N_B … 1, in counted block arithmetic; returns ``(I^A, U, D⁻¹, I^a)``."""
     IA = [np.array(I, dtype=float) for I in model.inertias]
-    U, Dinv = [None] * model.NB, [None] * model.NB
+    U, Dinv, Ia_of = [None] * model.NB, [None] * model.NB, [None] * model.NB
     for i in range(model.NB - 1, -1, -1):
         Ia = IA[i]
         if model.joint_dofs[i]:
@@ -162,7 +162,8 @@ def _inertia_pass(model, sys, ops: _Counter):
         p = model.parents[i]
         if p >= 0:
             IA[p] = ops.add(IA[p], ops.mm(ops.mm(sys.Xup[i].T, Ia), sys.Xup[i]))   # (12Iᴬ)
-    return IA, U, Dinv
+        Ia_of[i] = Ia
+    return IA, U, Dinv, Ia_of
 
 
 def aba_flops(model: RobotModel, q, dq, tau) -> int:
@@ -171,7 +172,7 @@ def aba_flops(model: RobotModel, q, dq, tau) -> int:
     Kinematics (``ⁱX_λ``, ``c_i``, ``ν_i``) are left out, as there."""
     tau = np.asarray(tau, dtype=float)
     sys, ops = forward_system(model, q, dq, tau), _Counter()
-    IA, U, Dinv = _inertia_pass(model, sys, ops)
+    IA, U, Dinv, Ia_of = _inertia_pass(model, sys, ops)                               # (12Iᵃ) counted once
     fx = np.ones((model.NB, 6))                                                     # a general fˣ_i
     pA = [ops.add(sys.nu[i], -fx[i]) for i in range(model.NB)]                     # ν_i − fˣ_i
     u = [None] * model.NB
@@ -179,8 +180,7 @@ def aba_flops(model: RobotModel, q, dq, tau) -> int:
         pa = pA[i]
         if model.joint_dofs[i]:
             u[i] = ops.add(joint_values(model, i, tau), -ops.mm(sys.S[i].T, pA[i]))   # τ_i − S_iᵀ p_iᴬ
-            Ia = ops.add(IA[i], -ops.mm(ops.mm(U[i], Dinv[i]), U[i].T))
-            pa = ops.add(ops.add(pA[i], ops.mm(Ia, sys.c[i])), ops.mm(U[i], ops.mm(Dinv[i], u[i])))
+            pa = ops.add(ops.add(pA[i], ops.mm(Ia_of[i], sys.c[i])), ops.mm(U[i], ops.mm(Dinv[i], u[i])))
         p = model.parents[i]
         if p >= 0:
             pA[p] = ops.add(pA[p], ops.mm(sys.Xup[i].T, pa))
