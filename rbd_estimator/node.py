@@ -58,10 +58,12 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         LifecycleNodeMixin.__init__(self)
         self._lock = threading.RLock()         # transitions and reconfigurations
         self._events: collections.deque = collections.deque()   # (level, text) queued by the tick thread
+        self._group = MutuallyExclusiveCallbackGroup()
+        # the tick thread's log lines wake the executor when there are some: no periodic wake-up (a 20 Hz
+        # timer here held the GIL in the executor's Python often enough to make the ticks' p99, issue 19)
+        self._log_wake = self.create_guard_condition(self._flush_log, callback_group=self._group)
         self._ticks = TickThread(self, lambda text: self._queue_log(ERROR, text))
         self._worker = PlanWorker(on_error=lambda e: self.get_logger().error(f"planning failed: {e}"))
-        self._group = MutuallyExclusiveCallbackGroup()
-        self._log_timer = self.create_timer(0.05, self._flush_log, callback_group=self._group)
         self._state, self.last_error = "unconfigured", ""
         self.session = None
         self._pubs = {}
@@ -223,6 +225,7 @@ class EstimatorNode(LifecycleNodeMixin, Node):
     # ================================================================== log lines
     def _queue_log(self, level: int, text: str) -> None:
         self._events.append((level, text))
+        self._log_wake.trigger()
 
     def _flush_log(self) -> None:
         while self._events:

@@ -749,6 +749,29 @@ def test_sensor_dropout_without_well_posed_set_is_an_error(ros, arm):
         sim.latest_diagnostics(lambda lvl, m, v: m == "OK")
 
 
+def test_tick_thread_log_lines_wake_the_executor_without_a_periodic_timer(ros, arm, capfd):
+    """Issue 19 (the 1 kHz p99): the tick thread's log lines are written by the executor when the tick
+    thread queues one (a guard condition), not polled by a fast timer (a 20 Hz one held the GIL often
+    enough to make the ticks' p99): while active, the node's only timer is the diagnostics', and a
+    sensor loss detected on the tick thread still reaches the log."""
+    xml, est = arm
+    ns = unique_ns("logwake")
+    params = params_from_yaml(ARM_YAML, xml, timeout=DROPOUT_TIMEOUT, oracle_every_n=0)
+    with running(ros, params, ns, Trajectory(est, seed=6), plans_timeout=60.0) as sim:
+        node = sim.node
+        periods = sorted(t.timer_period_ns for t in node.timers)
+        assert periods == [int(node.session.settings.diagnostics_period * 1e9)], periods
+        for k in range(3):
+            sim.step(k, expect_output=k > 0)
+        time.sleep(DROPOUT_TIMEOUT + 0.2)
+        capfd.readouterr()
+        sim.publish_sensors(3, skip=("wrist_ft_sensor",))
+        sim.js.publish(sim.joint_state(3))                  # this tick finds the sensor missing and logs it
+        err = []
+        assert wait_until(lambda: err.append(capfd.readouterr().err) or "missing wrist_ft_sensor" in "".join(err),
+                          10.0), "".join(err)
+
+
 # ============================================================================ memory
 def test_200_lifecycle_cycles_do_not_leak(ros, arm):
     """configure/activate/deactivate/cleanup 200 times on the fixed arm (its plan takes ms)."""

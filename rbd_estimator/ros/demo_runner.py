@@ -42,9 +42,10 @@ class NodeProcess:
     """``python -m rbd_estimator.node`` with a parameter file, in its own namespace."""
 
     def __init__(self, xml: str, params_file: str, namespace: str, overrides: dict | None = None,
-                 log_path: str | None = None, node_name: str = "rbd_estimator", ros_args=()):
+                 log_path: str | None = None, node_name: str = "rbd_estimator", ros_args=(), cpus=None):
         """``node_name``: the node's name (a ``__node`` remap when not the default); ``ros_args``:
-        more ``--ros-args`` arguments (remaps)."""
+        more ``--ros-args`` arguments (remaps); ``cpus``: the CPUs the node process (every thread)
+        may run on (``taskset``), default: as this process."""
         with open(params_file, encoding="utf-8") as fh:
             doc = yaml.safe_load(fh)
         params = dict(doc["rbd_estimator"]["ros__parameters"])
@@ -69,7 +70,8 @@ class NodeProcess:
         env = dict(os.environ)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = here + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))    # before exec: all threads inherit
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, preexec_fn=pin)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -120,6 +122,9 @@ class Client(InputPublishers):
         self.contact_names = tuple(contact_names)
         self.joint_names = list(joint_names)
         self._tau_raw, self._wrench_raw, self.arrival = {}, {c: {} for c in contact_names}, {}
+        #: stamp → when the middleware received the joint torques (its ``received_timestamp``, wall clock
+        #: ns): unlike :attr:`arrival` (this process's callback), not delayed by this process's other threads
+        self.received = {}
         # the estimates arrive at the tick rate: a second node spun by the lean wait-set loop (an
         # rclpy executor costs ~160 µs per message, enough to delay what the benchmark measures)
         self.outputs = Node("rbd_demo_outputs", namespace=namespace)
@@ -137,11 +142,12 @@ class Client(InputPublishers):
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
 
-    def _on_tau(self, raw: bytes):
+    def _on_tau(self, raw: bytes, info):
         t = time.time_ns()
         sec, nsec = _STAMP.unpack_from(raw, 4)
         s = sec * 1_000_000_000 + nsec
         self.arrival[s] = t
+        self.received[s] = info.get("received_timestamp") or t
         self._tau_raw[s] = raw
 
     @property
@@ -163,8 +169,7 @@ class Client(InputPublishers):
     def _on_diag(self, msg):
         for st in msg.status:
             if st.name.endswith(self.fqn):
-                self.diagnostics = {kv.key: kv.value for kv in st.values}
-                self.diagnostics["_message"] = st.message
+                self.diagnostics = dict({kv.key: kv.value for kv in st.values}, _message=st.message)
 
     def _on_wrench(self, c, raw: bytes):
         sec, nsec = _STAMP.unpack_from(raw, 4)
