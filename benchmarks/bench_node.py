@@ -18,8 +18,9 @@ simulated humanoid, noise-free, repeated; stamps increasing). It reports
   callbacks), a cost of the benchmark's Python, not of the node;
 * the node's own tick latency (callback entry to publish) from its ``/diagnostics``.
 
-The node runs with its default ``diagnostics_period`` (1 s; each /diagnostics message holds the
-node's GIL for ~0.2 ms of Python, and the ticks it overlaps are in the tail). ``--node-cpus`` and
+The node runs with its default ``diagnostics_period`` (1 s): a /diagnostics message is ~0.15 ms of
+Python in one process, 1–1.7 ms of wall time in the running node, and the ticks it overlaps wait for
+the GIL (docs/benchmarks.md, issue 19's 1 kHz tail). ``--node-cpus`` and
 ``--publisher-cpus`` pin the node process and this process (every thread) to CPUs, as a robot pins
 its control nodes; by default neither is pinned.
 """
