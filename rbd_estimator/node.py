@@ -59,8 +59,8 @@ class EstimatorNode(LifecycleNodeMixin, Node):
         self._lock = threading.RLock()         # transitions and reconfigurations
         self._events: collections.deque = collections.deque()   # (level, text) queued by the tick thread
         self._group = MutuallyExclusiveCallbackGroup()
-        # the tick thread's log lines wake the executor when there are some: no periodic wake-up (a 20 Hz
-        # timer here held the GIL in the executor's Python often enough to make the ticks' p99, issue 19)
+        # the tick thread's log lines wake the executor when there are some: no periodic wake-up (ticks that
+        # overlapped the executor Python of a 20 Hz timer here made most of the 1 kHz p99, issue 19)
         self._log_wake = self.create_guard_condition(self._flush_log, callback_group=self._group)
         self._ticks = TickThread(self, lambda text: self._queue_log(ERROR, text))
         self._worker = PlanWorker(on_error=lambda e: self.get_logger().error(f"planning failed: {e}"))

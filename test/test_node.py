@@ -751,8 +751,8 @@ def test_sensor_dropout_without_well_posed_set_is_an_error(ros, arm):
 
 def test_tick_thread_log_lines_wake_the_executor_without_a_periodic_timer(ros, arm, capfd):
     """Issue 19 (the 1 kHz p99): the tick thread's log lines are written by the executor when the tick
-    thread queues one (a guard condition), not polled by a fast timer (a 20 Hz one held the GIL often
-    enough to make the ticks' p99): while active, the node's only timer is the diagnostics', and a
+    thread queues one (a guard condition), not polled by a fast timer (ticks that overlapped a 20 Hz
+    one's executor Python made most of the p99): while active, the node's only timer is the diagnostics', and a
     sensor loss detected on the tick thread still reaches the log."""
     xml, est = arm
     ns = unique_ns("logwake")
