@@ -96,7 +96,8 @@ def main(argv=None) -> int:
                     return 1
                 n_fallbacks = len(config.sensor_names)
                 end = time.monotonic() + 300.0          # wait for the background fallback planning
-                while time.monotonic() < end and sum(k.startswith("fallback/") for k in dict(client.diagnostics)) < n_fallbacks:
+                while time.monotonic() < end and sum(k.startswith("fallback/")
+                                                     for k in dict(client.diagnostics)) < n_fallbacks:
                     time.sleep(0.1)
                 time.sleep(0.5)
                 rec = cycle(base, int(args.duration * rate))
