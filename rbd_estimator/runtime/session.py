@@ -96,8 +96,6 @@ class Session:
         self.config, self.settings, self.plans, self.contacts = config, settings, plans, contacts
         self.joint_names, self.contact_names = est.joint_names, est.contact_names
         self.tick_on_js = settings.tick == "joint_states"
-        self.jt_from_js = bool(config.joint_torque_sensors) and \
-            settings.joint_torque_source() == settings.joint_states_topic
         (self.torque_encoder, self.wrench_encoders, self.state_encoder, self.variance_encoder,
          self.covariance_encoders) = encoders
         self.wrench_topics = [f"~/contact_wrenches/{c}" for c in est.contact_names]
@@ -254,8 +252,6 @@ class Session:
         """A serialized ``JointState`` (the tick trigger with ``tick: joint_states``)."""
         t_in = time.perf_counter()
         code = self.inputs.on_message(0, raw, now)
-        if self.jt_from_js and code != CDR_ERROR:
-            self.on_joint_torques(raw, now)
         if code == 1 and self.collector is not None:
             self.collector.add(self.inputs)
         if code == 1 and self.tick_on_js:
