@@ -106,6 +106,7 @@ class Session:
         self.inputs.reset()
         if self.core.faults is not None:
             self.core.faults.restart()
+        self.core.restart_offsets()
         self.core.last_missing = self.core.last_subset = None
         self.status = (OK, "active, waiting for joint states")
         self.subset_status = None
@@ -237,9 +238,11 @@ class Session:
         self._sync_offsets()
 
     def _sync_offsets(self) -> None:
-        """The offset tracker of the set in use (:mod:`.offsets`: state kept across reconfigurations),
-        and the fault monitor's χ² with the tracked offsets explained."""
-        core, key = self.core, (id(self.config), self.settings.ft_offsets)
+        """The offset tracker of the set in use (:mod:`.offsets`: state kept across reconfigurations; the
+        same tracker while the estimation problem and the calibrated offsets stay), its start delay, and
+        the fault monitor's χ² with the tracked offsets explained."""
+        core, key = self.core, (problem_key(self.config), self.settings.ft_offsets)
+        core.offset_start_delay_ns = int(round(self.settings.offset_start_delay * 1e9))
         if key != self._offsets_key:
             self._offsets_key = key
             core.offsets = offsets.tracker_for(self.config, self.settings, core.offsets)
