@@ -39,7 +39,7 @@ def icub_walk():
     is exact) with each sensor's configured noise."""
     xml = _read(robots.urdf_file("icub"))
     params = SensorConfig.from_yaml(robots.params_file("icub")).to_parameters()
-    params.update(acceleration_cutoff_hz=0.0, oracle_every_n=0, fault_start_delay=0.0,
+    params.update(acceleration_cutoff_hz=0.0, oracle_every_n=0, fault_start_delay=0.0, offset_start_delay=0.0,
                   fault_false_alarm_rate=1e-6, **{"ft.l_leg_ft_sensor.force_offset_drift": 1.0,
                                                   "ft.l_leg_ft_sensor.torque_offset_drift": 0.05})
     cfg = SensorConfig.from_parameters(params, node_keys=NODE_KEYS)

@@ -1,4 +1,4 @@
-"""The actuator model of current-sensed joints, applied to their readings before every estimate.
+"""The actuator model of current-sensed joints, applied inside the compiled ticks.
 
 A joint-torque sensor that reads a motor current (``joint_torque.<j>.*``,
 :class:`~rbd_estimator.sensors.JointTorque`) sees the motor torque ``τ_m = k_t N i`` (torque constant
@@ -8,64 +8,69 @@ A joint-torque sensor that reads a motor current (``joint_torque.<j>.*``,
 
 (Coulomb friction ``f_c`` smoothed over ``v_s``, viscous ``b``, the rotor's reflected inertia
 ``I_a``: MuJoCo's ``frictionloss``, ``damping`` and ``armature``). The sensor's row is
-``τ_j / σ = k_t N y' / σ`` (its ``rows``), and before every estimate the reading ``y_j`` becomes
+``τ_j / σ = k_t N y' / σ`` (its ``rows``), and the reading ``y_j`` enters the right-hand side as
 
     y'_j = y_j − (τ_f(q̇_j) + I_a q̈_j) / (k_t N)
 
-(this class, compiled, no allocation per tick) with the ``q̇`` and ``q̈`` of the
-same estimate: the velocities and the accelerations it is given (with ``joint_acceleration_stddev >
-0`` that is the acceleration *measurement* q̈ᵐ, not the estimated q̈: the row's variance then gains
-``(I_a σ_a)²``). Done on the readings rather than as right-hand-side terms of the rows, the model
-keeps the structured solver (whose sensor rows read ``y`` alone). Docs: docs/actuator_model.md.
+with the ``q̇`` and ``q̈`` of the same estimate: the velocities and the accelerations it is given
+(with ``joint_acceleration_stddev > 0`` that is the acceleration *measurement* q̈ᵐ, not the
+estimated q̈: the row's variance then gains ``(I_a σ_a)²``). Done on the readings' copy in the
+tick's sources rather than as right-hand-side terms of the rows, the model keeps the structured
+solver (whose sensor rows read ``y`` alone).
+
+:func:`subtract_actuator_terms` does it in both compiled ticks (the generic tick on its sources
+``rsrc``, the structured tick on its sensor sources), after the inputs' finiteness check: the
+caller's ``y`` is not changed, and nothing runs in Python per tick. Its parameters are packed
+records (:mod:`rbd_estimator.kernels.layout`): :data:`ACT_INTS` in the integer blob,
+:data:`ACT_FLOATS` in the float blob. Docs: docs/actuator_model.md.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..jit import njit
+from ..kernels.layout import Layout
 from ..sensors.joint_torque import JointTorque
+
+#: one actuator's integers: the entry of ``y`` its reading is, its joint (index in ``q``)
+ACT_INTS = Layout("Y J")
+A_Y, A_J = ACT_INTS.slots
+ACT_INTS.check(globals(), "A_")
+#: one actuator's floats, all in reading units: f_c / (k_t N), b / (k_t N), v_s (rad/s), I_a / (k_t N)
+ACT_FLOATS = Layout("FC B VS IA")
+A_FC, A_B, A_VS, A_IA = ACT_FLOATS.slots
+ACT_FLOATS.check(globals(), "A_")
+N_INTS, N_FLOATS = ACT_INTS.size, ACT_FLOATS.size
 
 
 class ActuatorModel:
-    """``(τ_f(q̇) + I_a q̈) / (k_t N)`` of every joint-torque sensor with friction or armature, in
-    reading units (see the module docstring)."""
+    """The packed parameters of every joint-torque sensor with friction or armature (see the module
+    docstring): ``ints`` (int64, :data:`ACT_INTS` records) and ``floats`` (float64,
+    :data:`ACT_FLOATS` records), one record per sensor; :attr:`count` records."""
 
-    def __init__(self, y_index, joint_index, coulomb, viscous, velocity, armature, n_y: int, n_joints: int):
-        self.y_index = np.asarray(y_index, dtype=np.int64)       # entries of y
-        self.joint_index = np.asarray(joint_index, dtype=np.int64)
-        self.coulomb = np.asarray(coulomb, dtype=np.float64)     # f_c / (k_t N)
-        self.viscous = np.asarray(viscous, dtype=np.float64)     # b / (k_t N)
-        self.velocity = np.asarray(velocity, dtype=np.float64)   # v_s
-        self.armature = np.asarray(armature, dtype=np.float64)   # I_a / (k_t N)
-        self.n_y, self.n_joints = n_y, n_joints
+    def __init__(self, records: list):
+        """``records``: ``(y index, joint index, f_c/(k_t N), b/(k_t N), v_s, I_a/(k_t N))`` per sensor."""
+        self.count = len(records)
+        self.ints = np.array([r[:N_INTS] for r in records], dtype=np.int64).reshape(-1)
+        self.floats = np.array([r[N_INTS:] for r in records], dtype=np.float64).reshape(-1)
 
     @classmethod
-    def of(cls, config, joint_names, y_offsets: dict, n_y: int) -> "ActuatorModel | None":
-        """The model of ``config``'s joint-torque sensors (None when none has friction or armature)."""
-        rows = [(y_offsets[s.name], list(joint_names).index(s.name), s.coulomb_friction / s.scale,
-                 s.viscous_friction / s.scale, s.friction_velocity, s.armature / s.scale)
-                for s in config.sensors if isinstance(s, JointTorque) and s.has_actuator_model]
-        return cls(*zip(*rows), n_y=n_y, n_joints=len(joint_names)) if rows else None
-
-    def workspace(self) -> np.ndarray:
-        """The buffer of one estimator's data (:meth:`corrected` writes it)."""
-        return np.zeros(self.n_y)
-
-    def corrected(self, y, dq, ddq, out) -> np.ndarray:
-        """``y'`` (module docstring) into ``out`` (``y`` is not changed). Inputs of another shape are
-        returned as they are (the estimate then reports them)."""
-        y, dq, ddq = (np.asarray(a, dtype=np.float64) for a in (y, dq, ddq))
-        if y.shape != out.shape or dq.shape != (self.n_joints,) or ddq.shape != (self.n_joints,):
-            return y
-        _correct(y, dq, ddq, out, self.y_index, self.joint_index, self.coulomb, self.viscous, self.velocity,
-                 self.armature)
-        return out
+    def of(cls, config, joint_names, y_offsets: dict) -> "ActuatorModel":
+        """The model of ``config``'s joint-torque sensors (:attr:`count` 0 when none has friction
+        or armature)."""
+        names = list(joint_names)
+        return cls([(y_offsets[s.name], names.index(s.name), s.coulomb_friction / s.scale,
+                     s.viscous_friction / s.scale, s.friction_velocity, s.armature / s.scale)
+                    for s in config.sensors if isinstance(s, JointTorque) and s.has_actuator_model])
 
 
 @njit
-def _correct(y, dq, ddq, out, yi, ji, fc, b, vs, ia):
-    for k in range(y.shape[0]):
-        out[k] = y[k]
-    for s in range(yi.shape[0]):
-        v = dq[ji[s]]
-        out[yi[s]] -= fc[s] * np.tanh(v / vs[s]) + b[s] * v + ia[s] * ddq[ji[s]]
+def subtract_actuator_terms(n, ip, io, fp, fo, dq, ddq, m, mo):
+    """``m[mo + y_s] −= (τ_f(q̇_j) + I_a q̈_j) / (k_t N)`` for the ``n`` actuators ``s`` whose records
+    start at ``ip[io]`` (:data:`ACT_INTS`) and ``fp[fo]`` (:data:`ACT_FLOATS`): the readings, copied
+    to ``m`` from ``mo`` on, become ``y'`` (module docstring). Allocates nothing."""
+    for s in range(n):
+        i, f = io + N_INTS * s, fo + N_FLOATS * s
+        j = ip[i + A_J]
+        v = dq[j]
+        m[mo + ip[i + A_Y]] -= fp[f + A_FC] * np.tanh(v / fp[f + A_VS]) + fp[f + A_B] * v + fp[f + A_IA] * ddq[j]

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .actuators import ActuatorModel
 from .measurements import JointState, Measurements
 
 if TYPE_CHECKING:
@@ -106,10 +105,10 @@ class EstimatorData:
       fell back to partial pivoting.
     """
 
-    def __init__(self, est: "Estimator", kin_w: np.ndarray, actuators: ActuatorModel | None):
+    def __init__(self, est: "Estimator", kin_w: np.ndarray):
         """The buffers of ``est`` (its plan made: :attr:`~.estimator.Estimator.factorisation`,
         :meth:`~.estimator.Estimator.state_offsets`), ``kin_w`` the template of the kinematics' work
-        space, ``actuators`` the estimator's actuator model or None."""
+        space."""
         lay, lu = est.layout, est.factorisation
         self._est, self._offsets = est, est.state_offsets()
         o = self._offsets
@@ -123,7 +122,6 @@ class EstimatorData:
         self.kin_w = kin_w.copy()
         self.measurements = Measurements(est.config)
         self.joint_state = JointState(est.model.n_joints)
-        self.actuators = actuators.workspace() if actuators is not None else None
         self.pivot_fallbacks = 0
         self.install(None)
 

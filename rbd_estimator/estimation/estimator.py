@@ -52,7 +52,7 @@ class Estimator(EstimatorInterface):
         self.model, self.config = model, config
         nominal_positions(config, model.joint_names)     # nominal_pose's joints checked first (ConfigError)
         self._layout = lay = SystemLayout(model, config)
-        self._actuators = ActuatorModel.of(config, model.joint_names, lay.y_offsets, lay.n_y)
+        self._actuators = ActuatorModel.of(config, model.joint_names, lay.y_offsets)   # applied in both ticks
         self._init_kinematics()
         rng = np.random.default_rng(seed)
         states = list(random_states(lay, rng, 3))
@@ -129,7 +129,7 @@ class Estimator(EstimatorInterface):
             model=self.model, config=self.config, layout=self._layout, joint_of_body=self._jofb,
             imu=(self._imu_body, self._imu_E, self._imu_r), sol_col=self._sol_col, n_out=self.data.out.size,
             redundant=self._report.redundant, offsets=o, imu_y=self._imu_y, n_imu=self._n_imu,
-            install=self.data.install, convert=self._pack,
+            actuators=self._actuators, install=self.data.install, convert=self._pack,
             reference=lambda q, dq, ddq, y: self._generic(q, dq, ddq, y).copy())
 
     # ------------------------------------------------------------------ names
@@ -171,7 +171,7 @@ class Estimator(EstimatorInterface):
         return self.data.pivot_fallbacks
 
     def kernel(self) -> tuple | None:
-        if self._structured is None or self._actuators is not None:     # y is corrected in Python
+        if self._structured is None:
             return None
         return self._structured.ip, self.data.state
 
@@ -276,7 +276,7 @@ class Estimator(EstimatorInterface):
         imu = self.config.imu
         self._imu_y = self._layout.y_offsets[imu.name] if imu is not None else -1   # the IMU's slice of y
         self._n_imu = imu.size if imu is not None else 0
-        self.data = EstimatorData(self, self._kin[2], self._actuators)
+        self.data = EstimatorData(self, self._kin[2])
 
     def state_offsets(self) -> dict:
         """Offsets in the state buffer (:attr:`EstimatorData.state`) of ``x`` (SX), the IMU sample
@@ -325,8 +325,6 @@ class Estimator(EstimatorInterface):
             y = (d.measurements.fill_kinds(imu, ft, load_cells, joint_torques, external_wrenches)
                  if not (readings or by_kind) else
                  d.measurements.fill(imu, ft, load_cells, joint_torques, external_wrenches, readings, **by_kind))
-        if self._actuators is not None:          # the actuator model on the joint-torque readings
-            y = self._actuators.corrected(y, dq, ddq, d.actuators)
         structured = self._structured
         if structured is not None:              # arrays straight to the kernel, other forms converted first
             status = structured.estimate(q, dq, ddq, y)
@@ -339,10 +337,10 @@ class Estimator(EstimatorInterface):
     def _generic(self, q, dq, ddq, y) -> np.ndarray:
         """The generic tick (the whole system by static sparse LU): the outputs, or the error."""
         q, dq, ddq, y = self._pack(q, dq, ddq, y)
-        lay, d = self._layout, self.data
+        lay, d, act = self._layout, self.data, self._actuators
         status = generic_tick(
             *self._kinematics_arguments(), d.src, d.rsrc, lay.r_c, lay.r_nu, lay.r_xa0, lay.r_imu_wv,
-            lay.r_qdd, lay.r_y, self._imu_y, self._n_imu, q, dq, ddq, y, d.imu,
+            lay.r_qdd, lay.r_y, self._imu_y, self._n_imu, q, dq, ddq, y, d.imu, act.count, act.ints, act.floats,
             *self._GK, d.Ax, *self._GR, self._Ap, self._Ai, self._Lp, self._Li, d.Lx, self._Up, self._Ui,
             d.Ux, d.lu_w, d.x, *self._GO, d.out, d.info)
         if status == 2:

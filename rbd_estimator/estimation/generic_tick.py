@@ -12,6 +12,7 @@ import numpy as np
 
 from ..jit import njit
 from . import kinematics as kin
+from .actuators import subtract_actuator_terms
 from .checks import first_non_finite
 from .sparse_lu import gather, lu_solve, numeric_lu
 
@@ -20,11 +21,13 @@ __all__ = ["chi2", "generic_covariance", "generic_tick"]
 
 @njit
 def generic_tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_y, imu_y, n_imu, q, dq, ddq, y,
-                 imu, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx, out, info):
+                 imu, n_act, act_i, act_f, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x,
+                 GOp, GOi, GOx, out, info):
     """One estimate (``kip`` … ``V``: the packed tree and buffers of :func:`.kinematics.sources`;
     ``y`` the measurement vector, whose IMU slice, ``n_imu`` values from ``imu_y``, is copied to
-    ``imu``). Returns 0, or 1 for a non-finite input (``info[0]`` = 1…4 for q, dq, ddq, y,
-    ``info[1]`` = index), or 2 for a non-finite result."""
+    ``imu``; ``n_act`` actuators, whose packed records ``act_i``, ``act_f`` (:mod:`.actuators`) turn
+    the readings of current-sensed joints into ``y'`` in ``rsrc``). Returns 0, or 1 for a non-finite
+    input (``info[0]`` = 1…4 for q, dq, ddq, y, ``info[1]`` = index), or 2 for a non-finite result."""
     if first_non_finite((q, dq, ddq, y), info):
         return 1
     for k in range(n_imu):
@@ -32,6 +35,7 @@ def generic_tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qd
     kin.sources(kip, kfp, kw, E, V, q, dq, imu[4:7], src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
     rsrc[r_qdd:r_qdd + ddq.shape[0]] = ddq
     rsrc[r_y:r_y + y.shape[0]] = y
+    subtract_actuator_terms(n_act, act_i, 0, act_f, 0, dq, ddq, rsrc, r_y)     # y → y' (friction, armature)
     gather(GKp, GKi, GKx, src, Ax)                  # values of P D Q (eqs. 4, 16)
     gather(GRp, GRi, GRx, rsrc, x)                  # right-hand side -P b
     info[2] = numeric_lu(Ap, Ai, Ax, Lp, Li, Lx, Up, Ui, Ux, w)

@@ -232,7 +232,7 @@ def _hybrid_tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qd
         for a in range(3):
             y[g0 + 3 + a] = R[0][a] * a_w[3] + R[1][a] * a_w[4] + R[2][a] * a_w[5]
     status = generic_tick(kip, kfp, kw, E, V, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv, r_qdd, r_y, -1, 0, q, dq, no_ddq,
-                          y, imu, GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx,
+                          y, imu, 0, kip[:0], kfp[:0], GKp, GKi, GKx, Ax, GRp, GRi, GRx, Ap, Ai, Lp, Li, Lx, Up, Ui, Ux, w, x, GOp, GOi, GOx,
                           out, info)
     for k in range(nv):                                          # the given halves of (q̈, τ)
         if known[k]:

@@ -260,10 +260,9 @@ class Replayer:
         return undecodable
 
     def _batch_ok(self) -> bool:
-        """Whether the compiled loop applies: ticks on joint states, no joint torques in them, fixed contacts,
-        no tracked offsets (their filter runs in :class:`~rbd_estimator.runtime.tick.TickCore`)."""
-        return (self.tick_on_js and not self.session.jt_from_js and not self.contacts.switchable
-                and self.core.offsets is None)
+        """Whether the compiled loop applies: ticks on joint states, fixed contacts, no tracked offsets
+        (their filter runs in :class:`~rbd_estimator.runtime.tick.TickCore`)."""
+        return self.tick_on_js and not self.contacts.switchable and self.core.offsets is None
 
     def _main_ok(self) -> bool:
         """The tick state is "all sensors fresh, main plan in use": what :func:`~rbd_estimator.runtime.batch.run`

@@ -9,7 +9,7 @@ steady state. It stops and hands the message back to Python (the per-message pat
 :class:`~rbd_estimator.replay.Replayer`) whenever the live node would do something else than
 "all sensors fresh, main plan, estimate succeeded": a sensor missing, a plan change, a failed
 estimate, a joint state with a new name layout, undecodable bytes, an input it does not handle
-(joint-torque topics). So both paths run literally the same code for every message.
+(joint torques on a topic of their own). So both paths run literally the same code for every message.
 """
 from __future__ import annotations
 

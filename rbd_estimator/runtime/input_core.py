@@ -13,7 +13,8 @@ Python in the loop and no allocation, into two flat arrays that hold the whole i
   the Kalman filter of :mod:`~rbd_estimator.runtime.kalman` that gives q̇ and q̈), the IMU's ω → ω̇,
   the IMU sample (orientation x, y, z, w; ω in rad/s; specific force in m/s², IMU frame), the
   force-torque readings as received and corrected (``reading − ft_offsets.<sensor>``, N and N·m in
-  the sensor frame), the offsets, the load-cell forces (N) and scratch space.
+  the sensor frame), the offsets, the load-cell forces (N), the joint-torque readings (taken from the
+  joint states' ``effort`` when they come in them, ``H_JTJS``) and scratch space.
 
 :class:`~rbd_estimator.runtime.inputs.SensorInputs` builds the arrays and reads them; the functions
 return a code: ``1`` accepted and ready, ``0`` accepted (not ready yet: a filter needs a second
@@ -46,20 +47,23 @@ CDR_ERROR, NEED_LAYOUT = -2, -3
 JOINT_STATES, IMU, WRENCH, FLOAT64_ARRAY, JOINT_EFFORT = range(5)
 
 # ---- the record of a slot in I (SLOT_W integers from I[H_SLOTS] + SLOT_W * slot)
-SLOT = Layout(("S_STAMP S_RECEIPT S_RECEIVED S_READY S_TIMEOUT S_KIND S_VALUE S_SIZE S_RAW S_OFFSET".split()
-               + [("S_REJ", len(REASONS))]))                    # S_REJ: one counter per reason
-S_STAMP, S_RECEIPT, S_RECEIVED, S_READY, S_TIMEOUT, S_KIND, S_VALUE, S_SIZE, S_RAW, S_OFFSET, S_REJ = SLOT.slots
+# (S_JOINT: a joint-effort slot's joint, index in q; S_REJ: one counter per reason)
+SLOT = Layout(("S_STAMP S_RECEIPT S_RECEIVED S_READY S_TIMEOUT S_KIND S_VALUE S_SIZE S_RAW S_OFFSET S_JOINT".split()
+               + [("S_REJ", len(REASONS))]))
+S_STAMP, S_RECEIPT, S_RECEIVED, S_READY, S_TIMEOUT, S_KIND, S_VALUE, S_SIZE, S_RAW, S_OFFSET, S_JOINT, S_REJ = \
+    SLOT.slots
 SLOT_W = SLOT.size
 
 # ---- header of I: sizes and offsets (into I for H_SLOTS/H_NAMES/H_GATHER; the F_ entries hold
 # offsets into F; F[I[F_PAR]] is the filters' low-pass time constant T_c (s), F[I[F_PAR] + 1] their
-# max_gap (s); H_KF the joints' Kalman filter's order (0: the low-pass), F_KF its block)
+# max_gap (s); H_KF the joints' Kalman filter's order (0: the low-pass), F_KF its block; H_JTJS 1 when
+# the joint-effort slots are read from the joint states' effort field)
 INPUT_HEADER = Layout("H_NJ H_NSLOTS H_SLOTS H_NAMES H_NAMES_CAP H_NAMES_LEN H_GATHER H_ACC_T H_ACC_READY H_GYRO_T "
                       "H_GYRO_READY H_ALPHA F_Q F_DQ F_ACC F_ACC_PREV F_GYRO F_GYRO_PREV F_IMU F_SCR F_PAR H_NMSG "
-                      "H_KF F_KF")
+                      "H_KF F_KF H_JTJS")
 (H_NJ, H_NSLOTS, H_SLOTS, H_NAMES, H_NAMES_CAP, H_NAMES_LEN, H_GATHER, H_ACC_T, H_ACC_READY, H_GYRO_T,
  H_GYRO_READY, H_ALPHA, F_Q, F_DQ, F_ACC, F_ACC_PREV, F_GYRO, F_GYRO_PREV, F_IMU, F_SCR, F_PAR,
- H_NMSG, H_KF, F_KF) = INPUT_HEADER.slots
+ H_NMSG, H_KF, F_KF, H_JTJS) = INPUT_HEADER.slots
 HEADER = INPUT_HEADER.size
 for _layout in (SLOT, INPUT_HEADER):
     _layout.check(globals())
@@ -227,9 +231,11 @@ def joint_state(I, F, b, now):
     nvel, ovel, o = _seq_f64(b, o)
     if o < 0:
         return CDR_ERROR
-    _, _, o = _seq_f64(b, o)                     # effort: read by the joint-torque path
+    neff, oeff, o = _seq_f64(b, o)
     if o < 0:
         return CDR_ERROR
+    if I[H_JTJS]:                                # the joint-torque sensors, whatever becomes of q and q̇
+        joint_efforts(I, F, b, neff, oeff, t, now)
     r = _slot(I, JOINT_STATES)
     nj = I[H_NJ]
     kf = I[H_KF]
@@ -263,6 +269,46 @@ def joint_state(I, F, b, now):
                                   t, F[I[F_PAR]], F[I[F_PAR] + 1])
     I[r + S_READY] = 1 if ready else 0
     return 1 if ready else 0
+
+
+@njit
+def joint_efforts(I, F, b, n, o, t, now):
+    """The joint-effort slots (joint-torque sensors, N·m or the reading's unit) from the ``n`` efforts
+    at byte ``o`` of a joint state stamped ``t`` with the cached name layout: all of them, or none,
+    the rejection counted on the first slot (as many efforts as names, finite, stamps increasing)."""
+    first = -1
+    for s in range(1, I[H_NSLOTS]):
+        r = _slot(I, s)
+        if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0:
+            first = r
+            break
+    if first < 0:
+        return
+    if n != I[H_NMSG]:
+        _reject(I, first, WRONG_LENGTH)
+        return
+    F8, g, ks, m = F.view(np.uint8), I[H_GATHER], I[F_SCR], 0
+    for s in range(1, I[H_NSLOTS]):              # the efforts, in scratch first
+        r = _slot(I, s)
+        if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0:
+            _copy_f64(b, o + 8 * I[g + I[r + S_JOINT]], F8, ks + m, 1)
+            m += 1
+    if not _finite(F, ks, m):
+        _reject(I, first, NON_FINITE)
+        return
+    for s in range(1, I[H_NSLOTS]):
+        r = _slot(I, s)
+        if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0 and not _stamp_increases(I, r, t):
+            _reject(I, first, STAMP_NOT_INCREASING)
+            return
+    m = 0
+    for s in range(1, I[H_NSLOTS]):
+        r = _slot(I, s)
+        if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0:
+            F[I[r + S_VALUE]] = F[ks + m]
+            I[r + S_STAMP], I[r + S_RECEIPT], I[r + S_READY] = t, now, 1
+            I[r + S_RECEIVED] += 1
+            m += 1
 
 
 @njit

@@ -247,6 +247,7 @@ class SensorInputs:
                                           settings.kalman_position_stddev, settings.kalman_velocity_stddev)
         F[imu + 3] = 1.0                              # identity orientation until the first sample
         names_cap = 4 + sum(8 + len(n.encode("utf-8")) for n in self.joint_names + tuple(self._js_layout.ignored))
+        jt_in_js = bool(config.joint_torque_sensors) and settings.joint_torque_source() == settings.joint_states_topic
         ia = Packer(np.int64, header=core.INPUT_HEADER)
         slots0, names0, gather0 = ia.reserve(core.SLOT_W * len(entries)), ia.reserve(names_cap), ia.reserve(nj)
         I = ia.array(dict(
@@ -254,7 +255,7 @@ class SensorInputs:
             H_GATHER=gather0, H_ACC_T=NONE, H_ACC_READY=0, H_GYRO_T=NONE, H_GYRO_READY=0,
             H_ALPHA=int(config.imu is not None and config.imu.use_angular_acceleration), F_Q=q, F_DQ=dq, F_ACC=acc,
             F_ACC_PREV=acc_prev, F_GYRO=gyro, F_GYRO_PREV=gyro_prev, F_IMU=imu, F_SCR=scr, F_PAR=par, H_NMSG=0,
-            H_KF=order, F_KF=kf))
+            H_KF=order, F_KF=kf, H_JTJS=int(jt_in_js)))
         self.I, self.F = I, F
         rows = {WRENCH_MESSAGE: ft, ARRAY_MESSAGE: cells, JOINT_EFFORT: jt}
         offsets = dict(getattr(settings, "ft_offsets", ()))
@@ -268,6 +269,7 @@ class SensorInputs:
             I[r + core.S_STAMP] = I[r + core.S_RECEIPT] = NONE
             I[r + core.S_TIMEOUT] = int(timeout * 1e9)
             I[r + core.S_KIND], I[r + core.S_VALUE], I[r + core.S_SIZE] = _KINDS[kind], value, size
+            I[r + core.S_JOINT] = self.joint_names.index(name) if name in self.joint_names else -1
             if kind == WRENCH_MESSAGE:
                 k = (value - ft) // 6
                 I[r + core.S_RAW], I[r + core.S_OFFSET] = ft_raw + 6 * k, ft_off + 6 * k
@@ -392,21 +394,28 @@ class SensorInputs:
         if region is None:
             return core.CDR_ERROR
         try:
-            names = cdr.decode(cdr.JOINT_STATE, b.tobytes()).name
+            msg = cdr.decode(cdr.JOINT_STATE, b.tobytes())
         except cdr.CdrError:
             return core.CDR_ERROR
-        hit = self._js_layout.lookup(names)
+        hit = self._js_layout.lookup(msg.name)
         if isinstance(hit, str):
-            self.joint_states.reject(hit)
-            return -1
+            return self._rejected_layout(msg, hit, now_ns)
         start, end = region
-        if not core.store_layout(self.I, b[start:end].tobytes(), hit[0], len(names)):
-            self.joint_states.reject("unknown_joint")
-            return -1
+        if not core.store_layout(self.I, b[start:end].tobytes(), hit[0], len(msg.name)):
+            return self._rejected_layout(msg, "unknown_joint", now_ns)
         return core.ingest(self.I, self.F, b, 0, now_ns)
 
+    def _rejected_layout(self, msg, reason: str, now_ns: int) -> int:
+        """A joint state whose names cannot be the cached layout (``reason``): rejected; the joint-torque
+        sensors it carries (``H_JTJS``) are read by :meth:`on_joint_torques` (names looked up one by one)."""
+        self.joint_states.reject(reason)
+        if self.I[core.H_JTJS]:
+            self.on_joint_torques(msg, now_ns)
+        return -1
+
     def on_joint_torques(self, msg, now_ns: int) -> bool:
-        """The ``effort`` field of a (decoded) ``JointState``: the joint-torque sensors it names."""
+        """The ``effort`` field of a (decoded) ``JointState``: the joint-torque sensors it names (their own
+        topic; in the joint states' messages the compiled :func:`~.input_core.joint_efforts` reads them)."""
         if not self._jt_index:
             return False
         first = self.slots[next(iter(self._jt_index))]

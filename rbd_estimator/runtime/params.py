@@ -103,6 +103,9 @@ class NodeSettings:
         0.0, ge=0.0, le=0.5, change=LIVE)
     fault_start_delay: float = parameter("seconds after the first estimate (activation) before the χ² test starts: "
                                          "the derivative filter's start-up", 0.1, ge=0.0, change=LIVE)
+    offset_start_delay: float = parameter("seconds of data time after the first estimate (activation) before the "
+                                          "tracked offsets take in residuals (they only predict until then): the "
+                                          "derivative filter's start-up", 0.1, ge=0.0, change=LIVE)
     fault_recovery_time: float = parameter("seconds an excluded sensor must stay consistent with the others before "
                                            "it is used again", 1.0, ge=0.0, change=LIVE)
     condition_warn_below: float = parameter("/diagnostics reports WARN when the tick's condition estimate (the "

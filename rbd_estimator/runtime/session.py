@@ -96,8 +96,6 @@ class Session:
         self.config, self.settings, self.plans, self.contacts = config, settings, plans, contacts
         self.joint_names, self.contact_names = est.joint_names, est.contact_names
         self.tick_on_js = settings.tick == "joint_states"
-        self.jt_from_js = bool(config.joint_torque_sensors) and \
-            settings.joint_torque_source() == settings.joint_states_topic
         (self.torque_encoder, self.wrench_encoders, self.state_encoder, self.variance_encoder,
          self.covariance_encoders) = encoders
         self.wrench_topics = [f"~/contact_wrenches/{c}" for c in est.contact_names]
@@ -108,6 +106,7 @@ class Session:
         self.inputs.reset()
         if self.core.faults is not None:
             self.core.faults.restart()
+        self.core.restart_offsets()
         self.core.last_missing = self.core.last_subset = None
         self.status = (OK, "active, waiting for joint states")
         self.subset_status = None
@@ -239,9 +238,11 @@ class Session:
         self._sync_offsets()
 
     def _sync_offsets(self) -> None:
-        """The offset tracker of the set in use (:mod:`.offsets`: state kept across reconfigurations),
-        and the fault monitor's χ² with the tracked offsets explained."""
-        core, key = self.core, (id(self.config), self.settings.ft_offsets)
+        """The offset tracker of the set in use (:mod:`.offsets`: state kept across reconfigurations; the
+        same tracker while the estimation problem and the calibrated offsets stay), its start delay, and
+        the fault monitor's χ² with the tracked offsets explained."""
+        core, key = self.core, (problem_key(self.config), self.settings.ft_offsets)
+        core.offset_start_delay_ns = int(round(self.settings.offset_start_delay * 1e9))
         if key != self._offsets_key:
             self._offsets_key = key
             core.offsets = offsets.tracker_for(self.config, self.settings, core.offsets)
@@ -254,8 +255,6 @@ class Session:
         """A serialized ``JointState`` (the tick trigger with ``tick: joint_states``)."""
         t_in = time.perf_counter()
         code = self.inputs.on_message(0, raw, now)
-        if self.jt_from_js and code != CDR_ERROR:
-            self.on_joint_torques(raw, now)
         if code == 1 and self.collector is not None:
             self.collector.add(self.inputs)
         if code == 1 and self.tick_on_js:

@@ -29,6 +29,7 @@ class TreeProblem(NamedTuple):
     where unknown ``j`` of the layout sits in the generic solution vector; ``n_out``: outputs
     (with the residual when ``redundant``); ``offsets``: the state buffer's offsets (``SX``,
     ``SIMU``, ``SOUT``, ``SINFO``, ``STAIL``); ``imu_y``/``n_imu``: the IMU's slice of ``y``;
+    ``actuators``: the :class:`~..actuators.ActuatorModel` of the joint-torque readings;
     ``install(tail)``: makes the estimator's state buffer with ``tail`` appended and returns it;
     ``convert(q, dq, ddq, y)``: the inputs as float64 vectors (``ValueError`` naming a bad one);
     ``reference(q, dq, ddq, y)``: the generic path's outputs (the self-check's definition)."""
@@ -43,6 +44,7 @@ class TreeProblem(NamedTuple):
     offsets: dict
     imu_y: int
     n_imu: int
+    actuators: object
     install: Callable
     convert: Callable
     reference: Callable
@@ -359,7 +361,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     CRp, CRi, CRx = _csr(Rc)
     Op, Oi, Ox = _csr(Osel)
     f_off.update(GX=fpk.add(Gx), RX=fpk.add(Rx), CX=fpk.add(Cx), CRX=fpk.add(CRx), OX=fpk.add(Ox),
-                 PRI=fpk.add(prior))
+                 PRI=fpk.add(prior), ACTF=fpk.add(est.actuators.floats))
     fp = fpk.array()
 
     # ---- work
@@ -383,10 +385,10 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  CHI=ipk.add(chi), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT),
                  CBP=ipk.add(cbp), CBI=ipk.add(cbi), ANCP=ipk.add(ancp), ANCI=ipk.add(anci), DSCP=ipk.add(dscp),
-                 DSCI=ipk.add(dsci))
+                 DSCI=ipk.add(dsci), ACTI=ipk.add(est.actuators.ints))
     counts = dict(NJ=nj, NH=NH, NX=NX, MSA=msa, NC=NC, MS=lay.m_sensor, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,
-                  NIMU=est.n_imu, COV=int(cfg.covariance), **est.offsets)
+                  NIMU=est.n_imu, COV=int(cfg.covariance), NACT=est.actuators.count, **est.offsets)
     tail = counts["STAIL"]
     counts.update(SFP=tail, SW=tail + fp.size, SEND=tail + fp.size + w.size)
     ip = ipk.array({**k_off, **counts, **i_off, **f_off, **w_off})

@@ -25,7 +25,9 @@ HEADER = KIN.extend(
     # float arrays
     "XB GX RX CX CRX OX PRI "
     # work arrays
-    "WIC WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WQR WU WT WZ WS0 WF0 WKT")
+    "WIC WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WQR WU WT WZ WS0 WF0 WKT "
+    # the actuator model (..actuators): its count, its ACT_INTS records in ip, its ACT_FLOATS records in fp
+    "NACT ACTI ACTF")
 
 
 (H_NB, H_FLOAT, H_IMUB, H_NPOSE, H_NCHAIN, H_RNEA, H_JT, H_PAR, H_QIX, H_VIX, H_POSE, H_CHAIN, H_ET, H_RT, H_AX,
@@ -35,7 +37,7 @@ HEADER = KIN.extend(
  H_GP, H_GI, H_RP, H_RI, H_CP, H_CI, H_CRP, H_CRI, H_CLO, H_CHI, H_OLO, H_OHI, H_OP, H_OI, H_TSEL, H_KSEL, H_SOLC,
  H_EYET, H_CBP, H_CBI, H_ANCP, H_ANCI, H_DSCP, H_DSCI, H_XB, H_GX, H_RX, H_CX, H_CRX, H_OX, H_PRI, H_WIC, H_WPHI, H_WD,
  H_WV0, H_WK, H_WA00, H_WJ, H_WRR, H_WNAA, H_WNAH, H_WNHH, H_WBA, H_WBH, H_WH, H_WA0, H_WAL, H_WG, H_WMS, H_WSEL, H_WQR,
- H_WU, H_WT, H_WZ, H_WS0, H_WF0, H_WKT) = HEADER.slots
+ H_WU, H_WT, H_WZ, H_WS0, H_WF0, H_WKT, H_NACT, H_ACTI, H_ACTF) = HEADER.slots
 HEADER.check(globals(), "H_")
 
 

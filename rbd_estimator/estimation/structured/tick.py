@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 from numba import types as nbt
 
+from ..actuators import subtract_actuator_terms
 from ..checks import first_non_finite, zero_if_finite
 from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
 from .accelerations import acceleration_columns, joint_columns
 from .covariance import covariance
+from .layout import H_ACTF, H_ACTI, H_NACT
 from .layout import (H_COV, H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NB, H_NH, H_NX, H_NIMU, H_NJ, H_NOUTM, H_NY, H_RED, H_SCOV,
     H_SIMU, H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_STAIL, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS,
     H_WNHH, _A1, _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
@@ -51,11 +53,12 @@ def structured_tick(ip, S, q, dq, ddq, y):
     # ---- the forward kinematics (the package's one pass) with the RNEA's forward pass, then backward
     forward_kinematics(ip, fp, w, E, V, q, dq, ddq, imu_buf[4:7])
     _backward_without_contacts(ip, fp, w, E)
-    # ---- sensor sources msrc = [1, ω_F × v_F, y]
+    # ---- sensor sources msrc = [1, ω_F × v_F, y'] (y' = y less the actuators' friction and armature)
     if ip[H_IMUB] >= 0:
         imu_velocity_product(ip, fp, w, V, w, w_ms + 1)
     for k in range(y.shape[0]):
         w[_u(w_ms + 4 + k)] = y[_u(k)]
+    subtract_actuator_terms(ip[H_NACT], ip, ip[H_ACTI], fp, ip[H_ACTF], dq, ddq, w, w_ms + 4)   # y → y'
 
     # ---- observations, the base equation, the least-squares problem in x = (δ, h)
     _observations(ip, fp, w)
