@@ -269,9 +269,6 @@ def _build(est: TreeProblem) -> StructuredSolver:
     dsc = [[j for j in range(NB) if tsel[j] >= 0 and below(j, i)] for i in range(NB)]     # i's subtree's joints
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
     seg = np.zeros((NOBS, 2, 2), np.int64)               # per observation: its δ span and its h span
-    xcols = [set() for _ in range(NOBS)]                  # per observation: the columns of x it sees
-    for j in range(NH):
-        xcols[obs_h + j].add(msa + j)
     for key, o, n, sx in observed:
         grp += [_OBS_A if key[0] == "a" else (_OBS_F if sx < 0 else _OBS_FP), key[1], o, sx]
         lo, hi = NX, 0
@@ -280,15 +277,11 @@ def _build(est: TreeProblem) -> StructuredSolver:
                 if below(int(cbody[ci]), key[1]):
                     pairs.append((o, ci, key[1], sx))
                     lo, hi = min(lo, choff[ci]), max(hi, choff[ci] + ck[ci])
-                    for a in range(n):
-                        xcols[o + a].update(range(choff[ci], choff[ci] + ck[ci]))
         if hi > lo:
             seg[o:o + n, 1] = lo, hi
         if msa:                                           # the δ of the joints that move or load it
             b = key[1]
             moving = anc[b] + ([b] if key[0] == "a" and tsel[b] >= 0 else []) + (dsc[b] if key[0] == "f" else [])
-            for a in range(n):
-                xcols[o + a].update(int(tsel[j]) for j in moving)
             if moving:
                 dlo, dhi = min(int(tsel[j]) for j in moving), max(int(tsel[j]) for j in moving) + 1
                 seg[o:o + n, 0] = dlo, dhi
@@ -308,9 +301,6 @@ def _build(est: TreeProblem) -> StructuredSolver:
                 clo[2 * r + part], chi[2 * r + part] = min(a for a, _ in spans), max(b for _, b in spans)
         if chi[2 * r] == clo[2 * r]:                      # no δ (exact accelerations): h is the first range
             clo[2 * r:2 * r + 2], chi[2 * r:2 * r + 2] = (clo[2 * r + 1], 0), (chi[2 * r + 1], 0)
-
-    prm, bst, ben = _limb_blocks(NX, [set().union(*(xcols[c] for c in np.flatnonzero(Gc[r]))) for r in range(MSC)])
-    ipm = np.argsort(prm).astype(np.int64)
 
     # ---- outputs: out = O sel with sel = [τ (joint order), h, f of kept bodies]; the residual after
     O = lay.out_map.tocoo()
@@ -378,9 +368,6 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  WBH=NX, WH=NX, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=(MSC + NX) * (NX + 1) + NX + 1, WU=max(NOBS, 6 * NX), WT=nj * NX, WZ=NCOV * NX,
                  WS0=6 * NB, WF0=6 * NB, WKT=6 * NX)
-    limbs = bool(msa and floating)                  # the limb elimination's work (limbs.py)
-    sizes.update(WHL=NX * NX * limbs, WGT=12 * NX * limbs, WSC=300 * limbs, WLY=NX * limbs,
-                 WZF=NCOV * (NX + 12) * limbs, WTU=6 * nj * limbs, WLB=1)
     wk = Packer(np.float64)
     w_off = {name: wk.reserve(size) for name, size in sizes.items()}
     w = wk.array()
@@ -396,7 +383,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  CHI=ipk.add(chi), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT),
                  CBP=ipk.add(cbp), CBI=ipk.add(cbi), ANCP=ipk.add(ancp), ANCI=ipk.add(anci), DSCP=ipk.add(dscp),
-                 DSCI=ipk.add(dsci), PRM=ipk.add(prm), IPM=ipk.add(ipm), BST=ipk.add(bst), BEN=ipk.add(ben))
+                 DSCI=ipk.add(dsci))
     counts = dict(NJ=nj, NH=NH, NX=NX, MSA=msa, NC=NC, MS=lay.m_sensor, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,
                   NIMU=est.n_imu, COV=int(cfg.covariance), **est.offsets)
@@ -406,37 +393,6 @@ def _build(est: TreeProblem) -> StructuredSolver:
     S = est.install(np.concatenate([fp, w]))                  # fp and w travel in the state buffer
     tail = S[counts["STAIL"]:]
     return StructuredSolver(ip, S, tail[:fp.size], tail[fp.size:], NH, ms, MSC, floating, est.convert, msa)
-
-
-def _limb_blocks(NX: int, row_cols):
-    """The blocks of ``H = J_xᵀ J_x + Λ`` (the normal equations without the base's coupling): the
-    columns of ``x`` that sensor rows connect (``row_cols``: each row's set of columns), one block per
-    limb (its joints' ``δ`` and its contacts' ``h``; a joint no sensor sees is a block alone).
-    Returns the permutation ``prm`` (position → column of ``x``) that makes the blocks contiguous, in
-    the order of their first column and each in increasing column order, and for each position the
-    start ``bst`` and end ``ben`` of its block."""
-    root = list(range(NX))
-
-    def find(a):
-        while root[a] != a:
-            root[a] = root[root[a]]
-            a = root[a]
-        return a
-    for cols in row_cols:
-        cols = sorted(cols)
-        for c in cols[1:]:
-            root[find(c)] = find(cols[0])
-    blocks = {}
-    for c in range(NX):
-        blocks.setdefault(find(c), []).append(c)
-    prm, bst, ben = [], [], []
-    for cols in sorted(blocks.values()):
-        start = len(prm)
-        prm += cols
-        bst += [start] * len(cols)
-        ben += [start + len(cols)] * len(cols)
-    return (np.array(prm, np.int64).reshape(-1), np.array(bst, np.int64).reshape(-1),
-            np.array(ben, np.int64).reshape(-1))
 
 
 def _self_check(est: TreeProblem, solver: StructuredSolver, seed: int = 7, count: int = 2):

@@ -18,17 +18,15 @@ joint accelerations measured the least squares is in ``x = (δ, h)`` and ``t_i``
 from __future__ import annotations
 
 from .layout import (H_ANCI, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_MSA, H_NB, H_NC, H_NH, H_NJ,
-    H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WKT, H_WTU, H_WNHH, H_WPHI, H_WS0, H_WT, H_WZ, _u, njit)
+    H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WKT, H_WNHH, H_WPHI, H_WS0, H_WT, H_WZ, _u, njit)
 
 
 @njit
-def _torque_rows(ip, fp, w, through_base=True):
+def _torque_rows(ip, fp, w):
     """``t_i = F_iᵀ P − ⁰S_iᵀ Φ_i`` of every joint (module docstring), row ``τ`` index of ``T``, from
     :func:`~.accelerations.joint_columns`; with measured accelerations its ``δ`` part adds the
     joint-space inertia ``M_ij = ⁰S_i · F_j`` (``j`` in ``i``'s subtree) or ``F_i · ⁰S_j`` (``j`` above).
-    ``F_iᵀ P`` runs over ``Pᵀ`` by rows (``WKT``, which :func:`~.solve._base_coupling` made). Not
-    ``through_base`` (:mod:`.limbs`, where ``u = a_0 − a⁰⁰`` is an unknown): ``T`` without ``F_iᵀ P``,
-    and ``F_i`` in row ``τ`` of ``WTU``."""
+    ``F_iᵀ P`` runs over ``Pᵀ`` by rows (``WKT``, which :func:`~.solve._normal_equations` made)."""
     NB, floating, NH, NX = ip[H_NB], ip[H_FLOAT], ip[H_NH], ip[H_NX]
     i_tsel, i_cbp, i_cbi, i_ck, i_choff = ip[H_TSEL], ip[H_CBP], ip[H_CBI], ip[H_CK], ip[H_CHOFF]
     w_Phi, w_T, w_s0, w_F, Kt = ip[H_WPHI], ip[H_WT], ip[H_WS0], ip[H_WF0], ip[H_WKT]
@@ -37,7 +35,7 @@ def _torque_rows(ip, fp, w, through_base=True):
         if ts < 0:
             continue
         row, s0, F = w_T + ts * NX, w_s0 + 6 * i, w_F + 6 * i
-        if floating and through_base:
+        if floating:
             f0, f1, f2 = w[_u(F)], w[_u(F + 1)], w[_u(F + 2)]
             f3, f4, f5 = w[_u(F + 3)], w[_u(F + 4)], w[_u(F + 5)]
             for j in range(NX):
@@ -47,9 +45,6 @@ def _torque_rows(ip, fp, w, through_base=True):
         else:
             for j in range(NX):
                 w[_u(row + j)] = 0.0
-            if floating:
-                for k in range(6):
-                    w[_u(ip[H_WTU] + 6 * ts + k)] = w[_u(F + k)]
         for pq in range(ip[_u(i_cbp + i)], ip[_u(i_cbp + i + 1)]):
             c = ip[_u(i_cbi + pq)]
             for jj in range(ip[_u(i_ck + c)]):

@@ -21,11 +21,11 @@ HEADER = KIN.extend(
     # offsets in the estimator's state buffer S = [E, V, x, IMU sample, out, info, fp, w]
     "SX SIMU SOUT SINFO SCOV STAIL SFP SW SEND "
     # int arrays
-    "CBODY CK CHOFF CXB GRP PAIR CPATH GP GI RP RI CP CI CRP CRI CLO CHI OLO OHI OP OI TSEL KSEL SOLC EYET CBP CBI ANCP ANCI DSCP DSCI PRM IPM BST BEN "
+    "CBODY CK CHOFF CXB GRP PAIR CPATH GP GI RP RI CP CI CRP CRI CLO CHI OLO OHI OP OI TSEL KSEL SOLC EYET CBP CBI ANCP ANCI DSCP DSCI "
     # float arrays
     "XB GX RX CX CRX OX PRI "
     # work arrays
-    "WIC WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WQR WU WT WZ WS0 WF0 WKT WHL WGT WSC WLY WZF WTU WLB")
+    "WIC WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WQR WU WT WZ WS0 WF0 WKT")
 
 
 (H_NB, H_FLOAT, H_IMUB, H_NPOSE, H_NCHAIN, H_RNEA, H_JT, H_PAR, H_QIX, H_VIX, H_POSE, H_CHAIN, H_ET, H_RT, H_AX,
@@ -33,10 +33,9 @@ HEADER = KIN.extend(
  H_NC, H_MS, H_MSC, H_NOBS, H_NGRP, H_NPAIR, H_NCP, H_RED, H_NOUTM, H_NMSRC, H_NSEL, H_NY, H_IMUY, H_NIMU, H_COV, H_SX,
  H_SIMU, H_SOUT, H_SINFO, H_SCOV, H_STAIL, H_SFP, H_SW, H_SEND, H_CBODY, H_CK, H_CHOFF, H_CXB, H_GRP, H_PAIR, H_CPATH,
  H_GP, H_GI, H_RP, H_RI, H_CP, H_CI, H_CRP, H_CRI, H_CLO, H_CHI, H_OLO, H_OHI, H_OP, H_OI, H_TSEL, H_KSEL, H_SOLC,
- H_EYET, H_CBP, H_CBI, H_ANCP, H_ANCI, H_DSCP, H_DSCI, H_PRM, H_IPM, H_BST, H_BEN, H_XB, H_GX, H_RX, H_CX, H_CRX, H_OX, H_PRI, H_WIC, H_WPHI, H_WD,
+ H_EYET, H_CBP, H_CBI, H_ANCP, H_ANCI, H_DSCP, H_DSCI, H_XB, H_GX, H_RX, H_CX, H_CRX, H_OX, H_PRI, H_WIC, H_WPHI, H_WD,
  H_WV0, H_WK, H_WA00, H_WJ, H_WRR, H_WNAA, H_WNAH, H_WNHH, H_WBA, H_WBH, H_WH, H_WA0, H_WAL, H_WG, H_WMS, H_WSEL, H_WQR,
- H_WU, H_WT, H_WZ, H_WS0, H_WF0, H_WKT, H_WHL, H_WGT, H_WSC, H_WLY, H_WZF, H_WTU,
- H_WLB) = HEADER.slots
+ H_WU, H_WT, H_WZ, H_WS0, H_WF0, H_WKT) = HEADER.slots
 HEADER.check(globals(), "H_")
 
 
@@ -44,9 +43,6 @@ _OBS_A, _OBS_F, _OBS_FP = 0, 1, 2  # observation groups: acceleration of a body,
 
 
 _QR_THRESHOLD = 1e-6             # Cholesky min L_kk²/N_kk below which the LS is re-solved by QR
-
-
-_LIMB_THRESHOLD = 1e-6           # limb blocks' (and the base system's) Cholesky ratio below which the dense LS is solved
 
 
 _SINGULAR = 1e-13                # QR diagonal ratio below which the state is declared singular

@@ -63,8 +63,8 @@ def _normal_equations(ip, fp, w):
     """Rows ``[j_a | j_h]`` and right-hand sides ``r − G v⁰ − j_a a⁰⁰`` of the (compressed) sensor
     rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's two column
     ranges (its joints' ``δ``, its contacts' ``h``: another limb's columns in between are skipped);
-    lower triangle of ``N_hh``: :func:`_base_coupling` adds the base's coupling (dense path),
-    :mod:`.limbs` eliminates the limbs' blocks first."""
+    then the reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in
+    ``N_hh``, ``b_h``; lower triangle)."""
     floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
     za = 6 if floating else 0
     NZ = za + NX
@@ -176,16 +176,10 @@ def _normal_equations(ip, fp, w):
                 for m in range(lo1, j + 1):
                     w[_u(nj + m)] += hj * w[_u(jx + m)]
                 w[_u(bh + j)] += hj * s
-
-
-@njit
-def _base_coupling(ip, w):
-    """The base's rank-12 term of the reduced normal equations (floating base), after
-    :func:`_normal_equations`: ``U = N_ah + ½ N_aa P`` (6 × NX); ``N += Pᵀ U + Uᵀ P``, ``b += Pᵀ b_a``,
-    over ``Pᵀ``'s rows (``WKT``, kept for the covariance's torque rows) and ``U``'s: contiguous in the
-    column ``l``."""
-    NX, w_K, Naa, Nah, Nhh = ip[H_NX], ip[H_WK], ip[H_WNAA], ip[H_WNAH], ip[H_WNHH]
-    ba, bh = ip[H_WBA], ip[H_WBH]
+    if not floating:
+        return
+    # U = N_ah + ½ N_aa P (6 × NX); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a, over Pᵀ's rows (``WKT``, kept for
+    # the covariance's torque rows) and U's: contiguous in the column l
     U, Kt = ip[H_WU], ip[H_WKT]
     for j in range(NX):
         for k in range(6):
