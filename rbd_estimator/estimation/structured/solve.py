@@ -9,7 +9,7 @@ import numpy as np
 
 from .layout import (H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NH, H_NX, H_WA00,
     H_WBA, H_WBH, H_PRI, H_WD, H_WH, H_WJ, H_WK, H_WKT, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0,
-    _u, njit)
+    _u, _za, njit)
 
 @njit
 def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
@@ -66,7 +66,7 @@ def _normal_equations(ip, fp, w):
     then the reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in
     ``N_hh``, ``b_h``; lower triangle)."""
     floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
-    za = 6 if floating else 0
+    za = _za(ip)
     NZ = za + NX
     w_D, w_v0, w_J, w_rr, w_ms = ip[H_WD], ip[H_WV0], ip[H_WJ], ip[H_WRR], ip[H_WMS]
     Naa, Nah, Nhh, ba, bh, w_K, w_a00 = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH], ip[H_WK], ip[H_WA00]
@@ -290,7 +290,7 @@ def _qr_solve(ip, fp, w):
     the right-hand side and the prior's rows, into ``h``; ``Rᵀ`` goes to ``N_hh`` as its Cholesky
     factor. Returns the diagonal ratio of ``R``."""
     floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
-    za = 6 if floating else 0
+    za = _za(ip)
     NZ = za + NX
     w_J, w_rr, w_K, Q, w_h = ip[H_WJ], ip[H_WRR], ip[H_WK], ip[H_WQR], ip[H_WH]
     ld = NX + 1
