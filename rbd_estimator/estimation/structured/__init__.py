@@ -39,7 +39,9 @@ instances with both paths and keeps the generic one if they disagree.
 The estimate is the maximum a posteriori one (docs/probabilistic_model.md): the prior's rows on
 ``h`` add their information to ``N``'s diagonal (:func:`.solve._add_prior`), and with the joint
 accelerations as a measurement the least squares is in ``x = (δ, h)``, ``δ = q̈ − q̈ᵐ``
-(:mod:`.accelerations`). Its posterior covariance comes from the same factor (:mod:`.covariance`).
+(:mod:`.accelerations`; on a fixed base too, where ``x`` has no base equation and the observations'
+``D_a`` only make the ``δ`` columns). Its posterior covariance comes from the same factor
+(:mod:`.covariance`).
 
 The package has one module per step: :mod:`.layout` (the packed layout and the kernel
 decorator), :mod:`.build` (plan time: packing and the self-check), :mod:`.reduction` (RNEA passes

@@ -36,7 +36,7 @@ def joint_columns(ip, fp, w):
         if ts < 0:
             continue
         mx_inv(w, w_R + 9 * i, w, w_p + 3 * i, fp, f_S + 6 * i, w, w_s0 + 6 * i)
-        if not floating:
+        if not (floating or NX > NH):            # F_j: the base equation's, and M_ij's
             continue
         F = w_F + 6 * i
         for k in range(6):
@@ -44,7 +44,7 @@ def joint_columns(ip, fp, w):
             w[_u(F + k)] = 0.0
         rbi_apply(w, w_Ic + 10 * i, fp, f_S + 6 * i, w, u, 1.0)
         fxT_add(w, w_R + 9 * i, w, w_p + 3 * i, w, u, w, F, 1.0)
-        if NX > NH:
+        if floating and NX > NH:
             for k in range(6):
                 w[_u(w_Phi + 6 * ts + k)] = -w[_u(F + k)]
 

@@ -176,8 +176,6 @@ def _build(est: TreeProblem) -> StructuredSolver:
         raise _NotApplicable("layout rows are not hard rows followed by sensor rows")
     if cfg.external_wrenches:
         raise _NotApplicable("known external wrenches are handled by the generic path")
-    if lay.measured_acceleration and not floating:
-        raise _NotApplicable("joint accelerations as a measurement on a fixed base are estimated by the generic path")
 
     # ---- unknowns left: z = (a_0 (floating), h)
     h_cols = [c for c in lay.columns if c.kind == "h"]
@@ -187,7 +185,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     if h0 + NH + msa != lay.n or (msa and lay.col("qdd", m.joint_names[0]) != h0 + NH):
         raise _NotApplicable("the contact components (and the joint accelerations) are not the last unknowns")
     NX = NH + msa
-    za = 6 if floating else 0
+    za = 6 if floating or msa else 0                      # layout._za
     NZ = za + NX
     contacts = lay.contacts
     NC = len(contacts)

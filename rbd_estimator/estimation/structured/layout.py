@@ -57,3 +57,11 @@ _A1, _A2, _A3 = nbt.float64[::1], nbt.float64[:, ::1], nbt.float64[:, :, ::1]
 
 _IN = nbt.float64[:]            # inputs: float64 vectors of any layout
 
+
+
+@njit(inline="always")
+def _za(ip):
+    """The ``a_0`` columns of a row of ``D`` and ``J`` (before ``x``): 6 on a floating base, and on a
+    fixed base with measured joint accelerations, where they hold the observations' ``D_a`` (``ᵇX_0``,
+    ``I^c_b ᵇX_0``) that the ``δ`` columns are made from (:mod:`.accelerations`); else 0."""
+    return 6 if ip[H_FLOAT] or ip[H_NX] > ip[H_NH] else 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...model.robot_model import REVOLUTE
 from .layout import (H_CBODY, H_CHOFF, H_CK, H_CPATH, H_CXB, H_FLOAT, H_GI, H_GP, H_GX, H_JT, H_KSEL, H_MS, H_NB,
     H_MSA, H_NC, H_NCP, H_NH, H_NX, H_NJ, H_NOBS, H_NOUTM, H_OHI, H_OI, H_OLO, H_OP, H_OX, H_PAR, H_PRI, H_RI, H_RP, H_RX, H_S, H_TSEL,
-    H_WA0, H_WAL, H_WD, H_WF, H_WG, H_WH, H_WIC, H_WMS, H_WR, H_WSEL, H_WTMP, H_WU, H_WV0, H_XB, _u, njit)
+    H_WA0, H_WAL, H_WD, H_WF, H_WG, H_WH, H_WIC, H_WMS, H_WR, H_WSEL, H_WTMP, H_WU, H_WV0, H_XB, _u, _za, njit)
 from ...model.spatial_kernels import fxT_add, mx, rbi_apply
 
 @njit
@@ -42,10 +42,10 @@ def _outputs(ip, fp, w, E, V, out):
     fi = ip[H_WTMP] + 50
     for i in range(NB):
         ao = w_al + 6 * i
-        if floating:
-            if i == 0:
+        if floating or measured:                       # a fixed root's α is its own S δ
+            if ip[_u(i_par + i)] < 0:
                 for k in range(6):
-                    w[_u(ao + k)] = w[_u(w_a0 + k)]
+                    w[_u(ao + k)] = w[_u(w_a0 + k)] if floating else 0.0
             else:
                 mx(E, 9 * i, w, w_r + 3 * i, w, w_al + 6 * ip[_u(i_par + i)], w, ao)
         ts, ks = ip[_u(i_tsel + i)], ip[_u(i_ksel + i)]
@@ -58,7 +58,7 @@ def _outputs(ip, fp, w, E, V, out):
         fo, go, so = w_f + 6 * i, w_g + 6 * i, f_S + 6 * i
         if ks < 0 and ip[_u(i_jt + i)] == REVOLUTE:        # τ = sᵀ n, n = n⁰ + J ω + h × v − g_n
             n0, n1, n2 = w[_u(fo)] - w[_u(go)], w[_u(fo + 1)] - w[_u(go + 1)], w[_u(fo + 2)] - w[_u(go + 2)]
-            if floating:
+            if floating or measured:
                 Io = w_Ic + 10 * i
                 h0, h1, h2 = w[_u(Io + 1)], w[_u(Io + 2)], w[_u(Io + 3)]
                 a0_, a1_, a2_ = w[_u(ao)], w[_u(ao + 1)], w[_u(ao + 2)]
@@ -70,7 +70,7 @@ def _outputs(ip, fp, w, E, V, out):
             continue
         for k in range(6):
             w[_u(fi + k)] = w[_u(fo + k)] - w[_u(go + k)]
-        if floating:
+        if floating or measured:
             rbi_apply(w, w_Ic + 10 * i, w, ao, w, fi, 1.0)
         if ts >= 0:
             s = 0.0
@@ -107,7 +107,8 @@ def _backward_with_accelerations(ip, fp, w, E):
         ts = ip[_u(i_tsel + i)]
         if ts >= 0:
             rbi_apply(w, w_Ic + 10 * i, fp, f_S + 6 * i, w, t, -w[_u(w_h + ts)])
-        fxT_add(E, 9 * i, w, w_r + 3 * i, w, t, w, w_g + 6 * p, 1.0)
+        if p >= 0:
+            fxT_add(E, 9 * i, w, w_r + 3 * i, w, t, w, w_g + 6 * p, 1.0)
 
 
 @njit
@@ -115,7 +116,7 @@ def _residual(ip, fp, w, out):
     """Whitened sensor residuals in the layout's row order: ``e = G u − R msrc`` with the observed
     values ``u = v⁰ + D_a a_0 + D_h h``."""
     floating, NX, NOBS, MS = ip[H_FLOAT], ip[H_NX], ip[H_NOBS], ip[H_MS]
-    za = 6 if floating else 0
+    za = _za(ip)
     NZ = za + NX
     w_D, w_v0, w_u, w_h, w_a0, w_ms = ip[H_WD], ip[H_WV0], ip[H_WU], ip[H_WH], ip[H_WA0], ip[H_WMS]
     i_olo, i_ohi = ip[H_OLO], ip[H_OHI]

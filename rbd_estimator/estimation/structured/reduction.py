@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NX,
+from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NH, H_NX,
     H_NPAIR, H_PAIR, H_PAR, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
-    H_WV0, H_XB, _OBS_A, _OBS_FP, _u, njit)
+    H_WV0, H_XB, _OBS_A, _OBS_FP, _u, _za, njit)
 from ...model.spatial_kernels import fx, fxT_add, mx_inv, rbi_apply, rbi_xT_add, solve_rbi
 
 @njit
@@ -19,14 +19,15 @@ def _backward_without_contacts(ip, fp, w, E):
     NB, floating = ip[H_NB], ip[H_FLOAT]
     i_par, f_I = ip[H_PAR], ip[H_I]
     w_r, w_f, w_Ic = ip[H_WR], ip[H_WF], ip[H_WIC]
-    if floating:
+    composite = floating or ip[H_NX] > ip[H_NH]       # I^c also for the δ columns of a fixed base
+    if composite:
         for k in range(10 * NB):
             w[_u(w_Ic + k)] = fp[_u(f_I + k)]
     for i in range(NB - 1, -1, -1):
         p = ip[_u(i_par + i)]
         if p >= 0:
             fxT_add(E, 9 * i, w, w_r + 3 * i, w, w_f + 6 * i, w, w_f + 6 * p, 1.0)
-            if floating:
+            if composite:
                 rbi_xT_add(E, 9 * i, w, w_r + 3 * i, w, w_Ic + 10 * i, w, w_Ic + 10 * p)
 
 
@@ -35,7 +36,7 @@ def _observations(ip, fp, w):
     """Contact columns ``Φ_c = ⁰X*_{b_c} X_Fᵀ B_c`` (base coordinates), and every observed quantity
     as ``v⁰ + D z``: ``a_b = a⁰_b + ᵇX_0 a_0``; ``f_s = f⁰_s + I^c_s ˢX_0 a_0 − ˢX*_0 Φ h``."""
     floating, NC = ip[H_FLOAT], ip[H_NC]
-    za = 6 if floating else 0
+    za = _za(ip)
     NZ = za + ip[H_NX]
     w_R, w_p, w_a, w_f, w_Ic, w_tmp = ip[H_WRP], ip[H_WP], ip[H_WA], ip[H_WF], ip[H_WIC], ip[H_WTMP]
     w_Phi, w_D, w_v0 = ip[H_WPHI], ip[H_WD], ip[H_WV0]
@@ -54,11 +55,11 @@ def _observations(ip, fp, w):
         Ro, po = w_R + 9 * b, w_p + 3 * b
         p0, p1, p2 = w[_u(po)], w[_u(po + 1)], w[_u(po + 2)]
         if kind == _OBS_FP:
-            _projected_wrench(ip, fp, w, floating, NZ, b, o, ip[_u(i_grp + 4 * gk + 3)], col6)
+            _projected_wrench(ip, fp, w, za, NZ, b, o, ip[_u(i_grp + 4 * gk + 3)], col6)
         elif kind == _OBS_A:
             for k in range(6):
                 w[_u(w_v0 + o + k)] = w[_u(w_a + 6 * b + k)]
-            if floating:                               # D_a = ᵇX_0 = [[R, 0], [−R p×, R]]
+            if za:                                     # D_a = ᵇX_0 = [[R, 0], [−R p×, R]]
                 for a in range(3):
                     ra0, ra1, ra2 = w[_u(Ro + 3 * a)], w[_u(Ro + 3 * a + 1)], w[_u(Ro + 3 * a + 2)]
                     d = w_D + (o + a) * NZ
@@ -72,7 +73,7 @@ def _observations(ip, fp, w):
         else:
             for k in range(6):
                 w[_u(w_v0 + o + k)] = w[_u(w_f + 6 * b + k)]
-            if floating:                               # D_a = I^c_b ᵇX_0, column by column
+            if za:                                     # D_a = I^c_b ᵇX_0, column by column
                 for k in range(6):
                     if k < 3:                          # [R e_k; −R (p × e_k)]
                         c0 = -p2 if k == 1 else (p1 if k == 2 else 0.0)
@@ -112,7 +113,7 @@ def _observations(ip, fp, w):
 
 
 @njit(inline="always")       # inlined: a call per joint would increment and decrement the arrays' counts
-def _projected_wrench(ip, fp, w, floating, NZ, b, o, sx, t):
+def _projected_wrench(ip, fp, w, za, NZ, b, o, sx, t):
     """One projection ``sᵀ f_b`` of a body's wrench (a joint-torque sensor: ``s`` its motion axis):
     ``v⁰ = sᵀ f⁰_b`` and ``D_a = sᵀ I^c_b ᵇX_0``, computed as ``(ᵇX_0ᵀ (I^c_b s))ᵀ`` (two
     transforms instead of the six columns of :func:`_observations`' full wrench); ``w[t:t + 6]``
@@ -122,7 +123,7 @@ def _projected_wrench(ip, fp, w, floating, NZ, b, o, sx, t):
     for k in range(6):
         v += fp[_u(sx + k)] * w[_u(w_f + k)]
     w[_u(ip[H_WV0] + o)] = v
-    if floating:
+    if za:
         for k in range(6):
             w[_u(t + k)] = 0.0
             w[_u(w_D + k)] = 0.0

@@ -9,7 +9,7 @@ import numpy as np
 
 from .layout import (H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NH, H_NX, H_WA00,
     H_WBA, H_WBH, H_PRI, H_WD, H_WH, H_WJ, H_WK, H_WKT, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0,
-    _u, njit)
+    _u, _za, njit)
 
 @njit
 def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
@@ -65,13 +65,8 @@ def _normal_equations(ip, fp, w):
     ranges (its joints' ``δ``, its contacts' ``h``: another limb's columns in between are skipped);
     then the reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in
     ``N_hh``, ``b_h``; lower triangle)."""
-    floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
-    za = 6 if floating else 0
-    NZ = za + NX
-    w_D, w_v0, w_J, w_rr, w_ms = ip[H_WD], ip[H_WV0], ip[H_WJ], ip[H_WRR], ip[H_WMS]
-    Naa, Nah, Nhh, ba, bh, w_K, w_a00 = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH], ip[H_WK], ip[H_WA00]
-    i_Cp, i_Ci, f_Cx, i_CRp, i_CRi, f_CRx = ip[H_CP], ip[H_CI], ip[H_CX], ip[H_CRP], ip[H_CRI], ip[H_CRX]
-    i_clo, i_chi = ip[H_CLO], ip[H_CHI]
+    floating, NX = ip[H_FLOAT], ip[H_NX]
+    Naa, Nah, Nhh, ba, bh, w_K = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH], ip[H_WK]
     for k in range(36):
         w[_u(Naa + k)] = 0.0
     for k in range(6 * NX):
@@ -82,100 +77,10 @@ def _normal_equations(ip, fp, w):
         w[_u(ba + k)] = 0.0
     for k in range(NX):
         w[_u(bh + k)] = 0.0
-    if NX == ip[H_NH]:                     # accelerations exact: one range per row, its contacts' h
-        # (the two-range loops below cost the exact tick 2–5 %: kept apart)
-        for r in range(MSC):
-            lo, hi = ip[_u(i_clo + 2 * r)], ip[_u(i_chi + 2 * r)]
-            jr = w_J + r * NZ
-            if floating:
-                for k in range(6):
-                    w[_u(jr + k)] = 0.0
-            for j in range(lo, hi):
-                w[_u(jr + za + j)] = 0.0
-            s = 0.0
-            for pq in range(ip[_u(i_CRp + r)], ip[_u(i_CRp + r + 1)]):
-                s += fp[_u(f_CRx + pq)] * w[_u(w_ms + ip[_u(i_CRi + pq)])]
-            for pq in range(ip[_u(i_Cp + r)], ip[_u(i_Cp + r + 1)]):
-                g = fp[_u(f_Cx + pq)]
-                ob = ip[_u(i_Ci + pq)]
-                s -= g * w[_u(w_v0 + ob)]
-                do = w_D + ob * NZ
-                if floating:
-                    for k in range(6):
-                        w[_u(jr + k)] += g * w[_u(do + k)]
-                for j in range(lo, hi):
-                    w[_u(jr + za + j)] += g * w[_u(do + za + j)]
-            if floating:                       # j_a's six entries: the loops below unroll
-                s = _base_row(w, jr, w_a00, Naa, s)
-                w[_u(w_rr + r)] = s
-                for k in range(6):
-                    ak = w[_u(jr + k)]
-                    for j in range(lo, hi):
-                        w[_u(Nah + NX * k + j)] += ak * w[_u(jr + 6 + j)]
-                    w[_u(ba + k)] += ak * s
-            else:
-                w[_u(w_rr + r)] = s
-            for j in range(lo, hi):
-                hj = w[_u(jr + za + j)]
-                for m in range(lo, j + 1):
-                    w[_u(Nhh + NX * j + m)] += hj * w[_u(jr + za + m)]
-                w[_u(bh + j)] += hj * s
+    if NX == ip[H_NH]:                     # accelerations exact: one range per row, its contacts' h (the
+        _sensor_rows(ip, fp, w, False)     # literal drops the second range's loops: the exact tick's code)
     else:
-        for r in range(MSC):                   # a row's columns: two ranges, the first before the second
-            lo0, hi0 = ip[_u(i_clo + 2 * r)], ip[_u(i_chi + 2 * r)]
-            lo1, hi1 = ip[_u(i_clo + 2 * r + 1)], ip[_u(i_chi + 2 * r + 1)]
-            jr = w_J + r * NZ
-            jx = jr + za
-            if floating:
-                for k in range(6):
-                    w[_u(jr + k)] = 0.0
-            for j in range(lo0, hi0):
-                w[_u(jx + j)] = 0.0
-            for j in range(lo1, hi1):
-                w[_u(jx + j)] = 0.0
-            s = 0.0
-            for pq in range(ip[_u(i_CRp + r)], ip[_u(i_CRp + r + 1)]):
-                s += fp[_u(f_CRx + pq)] * w[_u(w_ms + ip[_u(i_CRi + pq)])]
-            for pq in range(ip[_u(i_Cp + r)], ip[_u(i_Cp + r + 1)]):
-                g = fp[_u(f_Cx + pq)]
-                ob = ip[_u(i_Ci + pq)]
-                s -= g * w[_u(w_v0 + ob)]
-                do = w_D + ob * NZ
-                dx = do + za
-                if floating:
-                    for k in range(6):
-                        w[_u(jr + k)] += g * w[_u(do + k)]
-                for j in range(lo0, hi0):
-                    w[_u(jx + j)] += g * w[_u(dx + j)]
-                for j in range(lo1, hi1):
-                    w[_u(jx + j)] += g * w[_u(dx + j)]
-            if floating:                       # j_a's six entries: the loops below unroll
-                s = _base_row(w, jr, w_a00, Naa, s)
-                w[_u(w_rr + r)] = s
-                for k in range(6):
-                    ak = w[_u(jr + k)]
-                    nk = Nah + NX * k
-                    for j in range(lo0, hi0):
-                        w[_u(nk + j)] += ak * w[_u(jx + j)]
-                    for j in range(lo1, hi1):
-                        w[_u(nk + j)] += ak * w[_u(jx + j)]
-                    w[_u(ba + k)] += ak * s
-            else:
-                w[_u(w_rr + r)] = s
-            for j in range(lo0, hi0):          # N_hh += j jᵀ (lower triangle)
-                hj = w[_u(jx + j)]
-                nj = Nhh + NX * j
-                for m in range(lo0, j + 1):
-                    w[_u(nj + m)] += hj * w[_u(jx + m)]
-                w[_u(bh + j)] += hj * s
-            for j in range(lo1, hi1):
-                hj = w[_u(jx + j)]
-                nj = Nhh + NX * j
-                for m in range(lo0, hi0):
-                    w[_u(nj + m)] += hj * w[_u(jx + m)]
-                for m in range(lo1, j + 1):
-                    w[_u(nj + m)] += hj * w[_u(jx + m)]
-                w[_u(bh + j)] += hj * s
+        _sensor_rows(ip, fp, w, True)
     if not floating:
         return
     # U = N_ah + ½ N_aa P (6 × NX); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a, over Pᵀ's rows (``WKT``, kept for
@@ -207,6 +112,79 @@ def _normal_equations(ip, fp, w):
                                  + (p5 * w[_u(U + 5 * NX + l)] + u5 * w[_u(Kt + 5 * NX + l)])))
         w[_u(bh + j)] += (((p0 * w[_u(ba)] + p1 * w[_u(ba + 1)]) + (p2 * w[_u(ba + 2)] + p3 * w[_u(ba + 3)]))
                           + (p4 * w[_u(ba + 4)] + p5 * w[_u(ba + 5)]))
+
+
+@njit(inline="always")
+def _sensor_rows(ip, fp, w, two):
+    """The sensor rows' part of :func:`_normal_equations`: each row over its column ranges, the first
+    (its joints' ``δ``, or its contacts' ``h`` when the accelerations are exact) and, ``two``, the
+    second (its contacts' ``h``); another limb's columns in between are skipped. Inlined with a literal
+    ``two``, whose branches the compiler removes."""
+    floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
+    za = _za(ip)
+    NZ = za + NX
+    w_D, w_v0, w_J, w_rr, w_ms = ip[H_WD], ip[H_WV0], ip[H_WJ], ip[H_WRR], ip[H_WMS]
+    Naa, Nah, Nhh, ba, bh, w_a00 = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH], ip[H_WA00]
+    i_Cp, i_Ci, f_Cx, i_CRp, i_CRi, f_CRx = ip[H_CP], ip[H_CI], ip[H_CX], ip[H_CRP], ip[H_CRI], ip[H_CRX]
+    i_clo, i_chi = ip[H_CLO], ip[H_CHI]
+    for r in range(MSC):                   # a row's columns: two ranges, the first before the second
+        lo0, hi0 = ip[_u(i_clo + 2 * r)], ip[_u(i_chi + 2 * r)]
+        lo1, hi1 = ip[_u(i_clo + 2 * r + 1)], ip[_u(i_chi + 2 * r + 1)]     # (empty if not two)
+        jr = w_J + r * NZ
+        jx = jr + za
+        if floating:
+            for k in range(6):
+                w[_u(jr + k)] = 0.0
+        for j in range(lo0, hi0):
+            w[_u(jx + j)] = 0.0
+        if two:
+            for j in range(lo1, hi1):
+                w[_u(jx + j)] = 0.0
+        s = 0.0
+        for pq in range(ip[_u(i_CRp + r)], ip[_u(i_CRp + r + 1)]):
+            s += fp[_u(f_CRx + pq)] * w[_u(w_ms + ip[_u(i_CRi + pq)])]
+        for pq in range(ip[_u(i_Cp + r)], ip[_u(i_Cp + r + 1)]):
+            g = fp[_u(f_Cx + pq)]
+            ob = ip[_u(i_Ci + pq)]
+            s -= g * w[_u(w_v0 + ob)]
+            do = w_D + ob * NZ
+            dx = do + za
+            if floating:
+                for k in range(6):
+                    w[_u(jr + k)] += g * w[_u(do + k)]
+            for j in range(lo0, hi0):
+                w[_u(jx + j)] += g * w[_u(dx + j)]
+            if two:
+                for j in range(lo1, hi1):
+                    w[_u(jx + j)] += g * w[_u(dx + j)]
+        if floating:                       # j_a's six entries: the loops below unroll
+            s = _base_row(w, jr, w_a00, Naa, s)
+            w[_u(w_rr + r)] = s
+            for k in range(6):
+                ak = w[_u(jr + k)]
+                nk = Nah + NX * k
+                for j in range(lo0, hi0):
+                    w[_u(nk + j)] += ak * w[_u(jx + j)]
+                if two:
+                    for j in range(lo1, hi1):
+                        w[_u(nk + j)] += ak * w[_u(jx + j)]
+                w[_u(ba + k)] += ak * s
+        else:
+            w[_u(w_rr + r)] = s
+        for j in range(lo0, hi0):          # N_hh += j jᵀ (lower triangle)
+            hj = w[_u(jx + j)]
+            nj = Nhh + NX * j
+            for m in range(lo0, j + 1):
+                w[_u(nj + m)] += hj * w[_u(jx + m)]
+            w[_u(bh + j)] += hj * s
+        for j in range(lo1, hi1 if two else lo1):
+            hj = w[_u(jx + j)]
+            nj = Nhh + NX * j
+            for m in range(lo0, hi0):
+                w[_u(nj + m)] += hj * w[_u(jx + m)]
+            for m in range(lo1, j + 1):
+                w[_u(nj + m)] += hj * w[_u(jx + m)]
+            w[_u(bh + j)] += hj * s
 
 
 @njit
@@ -290,7 +268,7 @@ def _qr_solve(ip, fp, w):
     the right-hand side and the prior's rows, into ``h``; ``Rᵀ`` goes to ``N_hh`` as its Cholesky
     factor. Returns the diagonal ratio of ``R``."""
     floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
-    za = 6 if floating else 0
+    za = _za(ip)
     NZ = za + NX
     w_J, w_rr, w_K, Q, w_h = ip[H_WJ], ip[H_WRR], ip[H_WK], ip[H_WQR], ip[H_WH]
     ld = NX + 1
