@@ -29,8 +29,8 @@ from __future__ import annotations
 from ..jit import fast_njit as kernel
 from ..kernels.joints import J_SIZE, joint_transforms
 from ..kernels.layout import Layout
-from ..kernels.spatial import (add_congruence, compose, fcross_add, fxT_add, mcross, mv6, mx, mx_inv, rotate_block,
-                               spd_inverse)
+from ..kernels.spatial import (add6, add_congruence, compose, fcross, fxT_add, mcross, mv6, mx, mx_inv, rotate_block,
+                               set6, spd_inverse)
 from ..kernels.spatial import primitive as inline
 from .ltl_jit import ltdl_kernel, solve_L_kernel, solve_Lt_kernel
 
@@ -97,7 +97,7 @@ def _velocity(MI, MF, W, i, dq):
     else:
         for a in range(6):
             W[wi + V_ + a] = W[wi + TMP2 + a]
-    mcross(W, wi + V_, W, wi + TMP2, W, wi + C_)
+    set6(W, wi + C_, mcross(W, wi + V_, W, wi + TMP2))
 
 
 @inline
@@ -129,9 +129,9 @@ def rnea_passes(MI, MF, W, dq, ddq, fx, a0, tau):
         _S_times(MF, mi, n, ddq, k, W, wi + TMP)
         for b in range(6):
             W[wi + A_ + b] += W[wi + TMP + b] + W[wi + C_ + b]      # (3a)
-        mv6(MF, mi + INERTIA, W, wi + V_, W, wi + TMP)              # I_i v_i
-        mv6(MF, mi + INERTIA, W, wi + A_, W, wi + F_)
-        fcross_add(W, wi + V_, W, wi + TMP, W, wi + F_)             # (3f): I_i a_i + v_i ×* I_i v_i
+        set6(W, wi + TMP, mv6(MF, mi + INERTIA, W, wi + V_))        # I_i v_i
+        set6(W, wi + F_, mv6(MF, mi + INERTIA, W, wi + A_))
+        add6(W, wi + F_, fcross(W, wi + V_, W, wi + TMP))           # (3f): I_i a_i + v_i ×* I_i v_i
         for b in range(6):
             W[wi + F_ + b] -= fx[i, b]                              #        − f_i^x
     for i in range(NB - 1, -1, -1):                                 # backward pass, i = N_B … 1
@@ -152,17 +152,17 @@ def aba_kernel(MI, MF, W, q, dq, tau, fx, a0, ddq):
         _velocity(MI, MF, W, i, dq)                                 # (2), c_i
         for b in range(36):
             W[wi + IA_ + b] = MF[mi + INERTIA + b]                  # I_iᴬ = I_i
-        mv6(MF, mi + INERTIA, W, wi + V_, W, wi + TMP)
+        set6(W, wi + TMP, mv6(MF, mi + INERTIA, W, wi + V_))
         for b in range(6):
             W[wi + PA_ + b] = -fx[i, b]
-        fcross_add(W, wi + V_, W, wi + TMP, W, wi + PA_)            # p_iᴬ = v_i ×* I_i v_i − f_i^x
+        add6(W, wi + PA_, fcross(W, wi + V_, W, wi + TMP))          # p_iᴬ = v_i ×* I_i v_i − f_i^x
     for i in range(NB - 1, -1, -1):                                 # backward pass, i = N_B … 1
         if MI[i, DOFS] and not _articulate(MI, MF, i * MF_SIZE + S_, W, i, tau):
             return i
         p, wi = MI[i, PARENT], i * W_SIZE
         if p >= 0:
             wp = p * W_SIZE
-            add_congruence(W, wi + X_, W, wi + X_ + R_, W, wi + IA_, W, wp + IA_, W, wi + TMP)   # (12Iᴬ)
+            add_congruence(W, wi + X_, W, wi + X_ + R_, W, wi + IA_, W, wp + IA_, W, wi + TMP)  # (12Iᴬ)
             fxT_add(W, wi + X_, W, wi + X_ + R_, W, wi + PA_, W, wp + PA_, 1.0)  # (12p)
     for i in range(NB):                                             # second forward pass
         n, k, wi, mi = MI[i, DOFS], MI[i, VIDX], i * W_SIZE, i * MF_SIZE
@@ -196,7 +196,7 @@ def _articulate(MI, S, so, W, i, tau):
         return _articulate_1dof(S, so, W, wi, tau[k])
     D, UD = wi + TMP, wi + TMP2                                     # offsets of D_i and U_i D_i⁻¹
     for j in range(n):
-        mv6(W, wi + IA_, S, so + 6 * j, W, wi + U_ + 6 * j)       # U_i = I_iᴬ S_i
+        set6(W, wi + U_ + 6 * j, mv6(W, wi + IA_, S, so + 6 * j))  # U_i = I_iᴬ S_i
     for j in range(n):
         s = tau[k + j]
         for b in range(6):
@@ -234,7 +234,7 @@ def _articulate(MI, S, so, W, i, tau):
 @inline
 def _articulate_1dof(S, so, W, wi, tau_i):
     """:func:`_articulate` for a 1-DoF joint: ``U_i`` a 6-vector, ``D_i`` a scalar."""
-    mv6(W, wi + IA_, S, so, W, wi + U_)                             # U_i = I_iᴬ s_i
+    set6(W, wi + U_, mv6(W, wi + IA_, S, so))                       # U_i = I_iᴬ s_i
     d, u = 0.0, tau_i
     for b in range(6):
         d += S[so + b] * W[wi + U_ + b]                             # D_i = s_iᵀ U_i
@@ -331,7 +331,7 @@ def crba_passes(MI, MF, W, H):
                 W[p * W_SIZE + IA_ + b] += W[wi + IA_ + b]
         F = wi + U_                                                 # F (6 × n, column-major)
         for j in range(n):
-            mv6(W, wi + IA_, W, wi + SW_ + 6 * j, W, F + 6 * j)      # F = I_iᶜ S_i
+            set6(W, F + 6 * j, mv6(W, wi + IA_, W, wi + SW_ + 6 * j))  # F = I_iᶜ S_i
         j = i
         while n and j >= 0:
             if MI[j, DOFS]:                                         # H_ji = S_jᵀ F, H_ij = H_jiᵀ

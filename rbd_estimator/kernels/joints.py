@@ -15,7 +15,8 @@ import numpy as np
 from ..jit import fast_njit, uidx as _u
 from .layout import Layout
 
-__all__ = ["FIXED", "REVOLUTE", "PRISMATIC", "FREE", "JOINT", "J_SIZE", "joint_record", "revolute_abc", "joint_transforms"]
+__all__ = ["FIXED", "REVOLUTE", "PRISMATIC", "FREE", "JOINT", "J_SIZE", "joint_record", "revolute_abc",
+           "joint_transforms"]
 
 #: joint type codes (the model's :data:`~rbd_estimator.model.elements.FIXED` …)
 FIXED, REVOLUTE, PRISMATIC, FREE = 0, 1, 2, 3

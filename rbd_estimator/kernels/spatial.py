@@ -17,7 +17,8 @@ compiled loop over bodies a view costs as much as a 6-vector operation). Offsets
 index through :data:`~rbd_estimator.jit.uidx`). Every primitive is inlined into its caller
 (``inline='always'``: a call would cost as much as the body); a primitive reads all its inputs
 before it writes, so an output may alias an input unless the docstring says otherwise. Primitives
-do not branch (``y = …`` and ``y += …`` are two functions, not a flag): numba counts the references
+do not branch (the cross products and 6 × 6 products return six numbers, which :func:`set6` or
+:func:`add6` store: ``y = …`` and ``y += …`` without a flag): numba counts the references
 of the arrays an inlined function receives, and only where the function is one straight path can it
 prune those counts again (a branching primitive cost the joint transforms 5× on iCub).
 """
@@ -27,9 +28,9 @@ import numpy as np
 
 from ..jit import fast_njit, uidx as _u
 
-__all__ = ["primitive", "rbi_compact", "plux_into", "mx", "mx_inv", "fx", "fxT_add", "compose", "mcross",
-           "mcross_add", "fcross", "fcross_add", "rbi_apply", "rbi_xT_add", "solve_rbi", "mv6", "mv6_add", "mtv6",
-           "mtv6_add", "mul66", "rotate_block", "add_congruence", "spd_inverse"]
+__all__ = ["primitive", "rbi_compact", "plux_into", "mx", "mx_inv", "fx", "fxT_add", "compose", "mcross", "fcross",
+           "set6", "add6", "rbi_apply", "rbi_xT_add", "solve_rbi", "mv6", "mtv6", "mul66", "rotate_block",
+           "add_congruence", "spd_inverse"]
 
 
 def primitive(fn):
@@ -146,7 +147,7 @@ def compose(E1, e1, r1, q1, E2, e2, r2, q2, E, eo, r, ro):
 
 # ---------------------------------------------------------------------------- cross products
 @primitive
-def _mcross(v, vo, m, mo):
+def mcross(v, vo, m, mo):
     """``v × m`` for motion vectors (eq. 2.31): ``[ω × μ; ω × m_v + v × μ]``, as six numbers."""
     w0, w1, w2, v0, v1, v2 = v[_u(vo)], v[_u(vo + 1)], v[_u(vo + 2)], v[_u(vo + 3)], v[_u(vo + 4)], v[_u(vo + 5)]
     m0, m1, m2, m3, m4, m5 = m[_u(mo)], m[_u(mo + 1)], m[_u(mo + 2)], m[_u(mo + 3)], m[_u(mo + 4)], m[_u(mo + 5)]
@@ -156,7 +157,7 @@ def _mcross(v, vo, m, mo):
 
 
 @primitive
-def _fcross(v, vo, f, fo):
+def fcross(v, vo, f, fo):
     """``v ×* f`` for a motion vector ``v`` and a force vector ``f`` (eq. 2.32):
     ``[ω × n + v × f; ω × f]``, as six numbers."""
     w0, w1, w2, u0, u1, u2 = v[_u(vo)], v[_u(vo + 1)], v[_u(vo + 2)], v[_u(vo + 3)], v[_u(vo + 4)], v[_u(vo + 5)]
@@ -166,44 +167,21 @@ def _fcross(v, vo, f, fo):
 
 
 @primitive
-def _set6(y, yo, c):
-    """``y[yo:yo + 6] = c``."""
+def set6(y, yo, c):
+    """``y[yo:yo + 6] = c`` for six numbers ``c`` (a primitive's result: ``set6(y, yo, fcross(v, vo, f, fo))``
+    is ``y = v ×* f``; ``c`` is computed before ``y`` is written, so ``y`` may be an operand)."""
     y[_u(yo)], y[_u(yo + 1)], y[_u(yo + 2)], y[_u(yo + 3)], y[_u(yo + 4)], y[_u(yo + 5)] = c
 
 
 @primitive
-def _add6(y, yo, c):
-    """``y[yo:yo + 6] += c``."""
+def add6(y, yo, c):
+    """``y[yo:yo + 6] += c`` for six numbers ``c``."""
     y[_u(yo)] += c[0]
     y[_u(yo + 1)] += c[1]
     y[_u(yo + 2)] += c[2]
     y[_u(yo + 3)] += c[3]
     y[_u(yo + 4)] += c[4]
     y[_u(yo + 5)] += c[5]
-
-
-@primitive
-def mcross(v, vo, m, mo, y, yo):
-    """``y = v × m`` (motion cross product, eq. 2.31)."""
-    _set6(y, yo, _mcross(v, vo, m, mo))
-
-
-@primitive
-def mcross_add(v, vo, m, mo, y, yo):
-    """``y += v × m``."""
-    _add6(y, yo, _mcross(v, vo, m, mo))
-
-
-@primitive
-def fcross(v, vo, f, fo, y, yo):
-    """``y = v ×* f`` (force cross product, eq. 2.32)."""
-    _set6(y, yo, _fcross(v, vo, f, fo))
-
-
-@primitive
-def fcross_add(v, vo, f, fo, y, yo):
-    """``y += v ×* f``."""
-    _add6(y, yo, _fcross(v, vo, f, fo))
 
 
 # ---------------------------------------------------------------------------- rigid-body inertia (m, h, J)
@@ -309,28 +287,16 @@ def _row6(M, o, cs, x0, x1, x2, x3, x4, x5):
 
 
 @primitive
-def mv6(M, mo, x, xo, y, yo):
-    """``y = M x`` for a 6 × 6 ``M = M[mo:mo + 36]``."""
-    _set6(y, yo, _mv6(M, mo, 6, 1, x, xo))
+def mv6(M, mo, x, xo):
+    """``M x`` for a 6 × 6 ``M = M[mo:mo + 36]``, as six numbers."""
+    return _mv6(M, mo, 6, 1, x, xo)
 
 
 @primitive
-def mv6_add(M, mo, x, xo, y, yo):
-    """``y += M x``."""
-    _add6(y, yo, _mv6(M, mo, 6, 1, x, xo))
-
-
-@primitive
-def mtv6(M, mo, x, xo, y, yo):
-    """``y = Mᵀ x`` for a 6 × 6 ``M = M[mo:mo + 36]`` (``Mᵀ`` of a motion transform is the force
-    transform the other way, ``ˡX*_k = (ᵏX_ℓ)ᵀ``)."""
-    _set6(y, yo, _mv6(M, mo, 1, 6, x, xo))
-
-
-@primitive
-def mtv6_add(M, mo, x, xo, y, yo):
-    """``y += Mᵀ x``."""
-    _add6(y, yo, _mv6(M, mo, 1, 6, x, xo))
+def mtv6(M, mo, x, xo):
+    """``Mᵀ x`` for a 6 × 6 ``M = M[mo:mo + 36]``, as six numbers (``Mᵀ`` of a motion transform is
+    the force transform the other way, ``ˡX*_k = (ᵏX_ℓ)ᵀ``)."""
+    return _mv6(M, mo, 1, 6, x, xo)
 
 
 @primitive

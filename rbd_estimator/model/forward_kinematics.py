@@ -39,7 +39,7 @@ import numpy as np
 from ..jit import fast_njit as njit, uidx as _u
 from ..kernels.joints import J_SIZE, joint_record, joint_transforms as joint_transforms_of
 from ..kernels.layout import Layout, Packer
-from ..kernels.spatial import fcross, mx, rbi_apply, rbi_compact
+from ..kernels.spatial import fcross, mx, rbi_apply, rbi_compact, set6
 from .robot_model import FREE, PRISMATIC, REVOLUTE, RobotModel
 
 
@@ -64,7 +64,8 @@ KIN = Layout("NB FLOAT IMUB NPOSE NCHAIN RNEA "
              "JNT S I AG IMUE IMUR "
              "WR WRP WP WC WNU WA WF WTMP")
 KIN_NAMES = KIN.names
-(K_NB, K_FLOAT, K_IMUB, K_NPOSE, K_NCHAIN, K_RNEA, K_JT, K_PAR, K_QIX, K_VIX, K_POSE, K_CHAIN, K_JNT, K_S, K_I, K_AG, K_IMUE, K_IMUR, K_WR, K_WRP, K_WP, K_WC, K_WNU, K_WA, K_WF, K_WTMP) = KIN.slots
+(K_NB, K_FLOAT, K_IMUB, K_NPOSE, K_NCHAIN, K_RNEA, K_JT, K_PAR, K_QIX, K_VIX, K_POSE, K_CHAIN, K_JNT, K_S, K_I, K_AG,
+ K_IMUE, K_IMUR, K_WR, K_WRP, K_WP, K_WC, K_WNU, K_WA, K_WF, K_WTMP) = KIN.slots
 KIN.check(globals(), "K_")
 
 
@@ -257,7 +258,7 @@ def velocities_and_bias(ip, fp, w, E, V, dq, ddq):
         for k in range(6):                               # ν_i = v_i ×* (I_i v_i), in place
             w[_u(yo + k)] = 0.0
         rbi_apply(fp, f_I + 10 * i, V, vo, w, yo, 1.0)
-        fcross(V, vo, w, yo, w, yo)
+        set6(w, yo, fcross(V, vo, w, yo))
         if not rnea:
             co = w_c + 6 * i
             w[_u(co)], w[_u(co + 1)], w[_u(co + 2)] = c0, c1, c2
