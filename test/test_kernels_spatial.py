@@ -34,7 +34,7 @@ def test_transforms_compose_and_the_6x6_form():
     for _ in range(10):
         (E1, r1), (E2, r2) = _pose(rng), _pose(rng)
         X = np.zeros(40)
-        plux_into(_at(E1, 3), 3, _at(r1, 5), 5, X, 2, 6)
+        plux_into(_at(E1, 3), 3, _at(r1, 5), 5, X, 2)
         np.testing.assert_allclose(X[2:38].reshape(6, 6), plux(E1, r1), **TOL)
         E, r = np.zeros(9), np.zeros(3)
         compose(_at(E1, 1), 1, _at(r1, 2), 2, _at(E2, 3), 3, _at(r2, 4), 4, E, 0, r, 0)

@@ -27,7 +27,7 @@ def sources(ip, fp, w, E, V, q, dq, gyro, src, rsrc, r_c, r_nu, r_xa0, r_imu_wv)
     NB, w_r = ip[K_NB], ip[K_WR]
     forward_kinematics(ip, fp, w, E, V, q, dq, dq, gyro)
     for i in range(NB):
-        plux_into(E, 9 * i, w, w_r + 3 * i, src, 1 + 36 * i, 6)
+        plux_into(E, 9 * i, w, w_r + 3 * i, src, 1 + 36 * i)
     w_c, w_nu = ip[K_WC], ip[K_WNU]
     for k in range(6 * NB):
         rsrc[_u(r_c + k)] = w[_u(w_c + k)]

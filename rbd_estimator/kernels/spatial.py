@@ -50,13 +50,13 @@ def rbi_compact(I6: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- transforms plux(E, r)
 @primitive
-def plux_into(E, eo, r, ro, X, xo, rs):
-    """Write ``plux(E, r) = [[E, 0], [−E r×, E]]`` (RBDA eq. 2.24) into the 6 × 6 block at ``X[xo]``
-    with row stride ``rs`` (6: a row-major 6 × 6; ``X`` must not overlap ``E`` or ``r``)."""
+def plux_into(E, eo, r, ro, X, xo):
+    """Write ``plux(E, r) = [[E, 0], [−E r×, E]]`` (RBDA eq. 2.24) row-major into ``X[xo:xo + 36]``
+    (``X`` must not overlap ``E`` or ``r``)."""
     r0, r1, r2 = r[_u(ro)], r[_u(ro + 1)], r[_u(ro + 2)]
     for a in range(3):
         e0, e1, e2 = E[_u(eo + 3 * a)], E[_u(eo + 3 * a + 1)], E[_u(eo + 3 * a + 2)]
-        top, bottom = xo + rs * a, xo + rs * (a + 3)
+        top, bottom = xo + 6 * a, xo + 6 * (a + 3)
         X[_u(top)], X[_u(top + 1)], X[_u(top + 2)] = e0, e1, e2
         X[_u(top + 3)], X[_u(top + 4)], X[_u(top + 5)] = 0.0, 0.0, 0.0
         X[_u(bottom)] = -(e1 * r2 - e2 * r1)            # −E r×: column b of r× is r × e_b

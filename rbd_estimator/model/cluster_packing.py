@@ -198,7 +198,7 @@ def joint_transform(ip, fp, w, q, i, X, xo):
     on body i's joint record) as a 6 × 6 matrix into ``X[xo:xo+36]``."""
     e, r = ip[H_WT] + T_E, ip[H_WT] + T_R
     joint_transforms(i, i + 1, ip, ip[H_JT], ip[H_QI], 1, fp, ip[H_JNT], J_SIZE, q, w, e, 0, w, r, 0, False)
-    plux_into(w, e, w, r, X, xo, 6)
+    plux_into(w, e, w, r, X, xo)
 
 
 # ---------------------------------------------------------------------------- four-bar closure

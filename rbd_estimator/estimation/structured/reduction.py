@@ -8,7 +8,7 @@ import numpy as np
 from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NX,
     H_NPAIR, H_PAIR, H_PAR, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
     H_WV0, H_XB, _OBS_A, _OBS_FP, _u, njit)
-from ...kernels.spatial import fx, fxT_add, mx_inv, plux_into, rbi_apply, rbi_xT_add, solve_rbi
+from ...kernels.spatial import fx, fxT_add, mx_inv, rbi_apply, rbi_xT_add, solve_rbi
 
 @njit
 def _backward_without_contacts(ip, fp, w, E):
@@ -58,8 +58,17 @@ def _observations(ip, fp, w):
         elif kind == _OBS_A:
             for k in range(6):
                 w[_u(w_v0 + o + k)] = w[_u(w_a + 6 * b + k)]
-            if floating:                               # D_a = ᵇX_0 = plux(R, p) (eq. 2.24), rows of D
-                plux_into(w, Ro, w, po, w, w_D + o * NZ, NZ)
+            if floating:                               # D_a = ᵇX_0 = [[R, 0], [−R p×, R]]
+                for a in range(3):
+                    ra0, ra1, ra2 = w[_u(Ro + 3 * a)], w[_u(Ro + 3 * a + 1)], w[_u(Ro + 3 * a + 2)]
+                    d = w_D + (o + a) * NZ
+                    w[_u(d)], w[_u(d + 1)], w[_u(d + 2)] = ra0, ra1, ra2
+                    w[_u(d + 3)], w[_u(d + 4)], w[_u(d + 5)] = 0.0, 0.0, 0.0
+                    d = w_D + (o + 3 + a) * NZ
+                    w[_u(d)] = -(ra1 * p2 - ra2 * p1)
+                    w[_u(d + 1)] = -(ra2 * p0 - ra0 * p2)
+                    w[_u(d + 2)] = -(ra0 * p1 - ra1 * p0)
+                    w[_u(d + 3)], w[_u(d + 4)], w[_u(d + 5)] = ra0, ra1, ra2
         else:
             for k in range(6):
                 w[_u(w_v0 + o + k)] = w[_u(w_f + 6 * b + k)]
