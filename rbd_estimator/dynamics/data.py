@@ -23,7 +23,7 @@ from ..spatial import skew
 from .kinematics import external_forces, gravity_acceleration, motion_subspace
 from .mimic import crba_independent, forward_independent, minverse_independent, rnea_independent
 from .minverse_jit import minverse_kernel
-from .tree_jit import (COL0, COM, DOFS, ICOM, INERTIA, JTYPE, LEAF, MASS, JNT, MF_SIZE, MI_SIZE, PARENT, PBLK,
+from .tree_jit import (COL0, COM, DOFS, ICOM, INERTIA, JNT, JTYPE, LEAF, MASS, MF_SIZE, MI_SIZE, PARENT, PBLK,
                        QIDX, RIGID, S_, SUB_HI, SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel,
                        forward_dynamics_ltdl_kernel, rnea_kernel)
 

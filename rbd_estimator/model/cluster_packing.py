@@ -2,8 +2,9 @@
 :class:`PackedClusterTree`, which flattens a :class:`~.clusters.ClusterTree` once (the pinocchio
 ``Model`` counterpart) into an integer blob ``ip``, a float blob ``fp`` and a work array ``w``; header
 slot ``ip[H_x]`` (the header :data:`CLUSTER`) holds a size, or the offset of array ``x`` in ``ip``,
-``fp`` or ``w``. Also :func:`joint_transform`: ``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Featherstone ch. 4) as the 6 × 6
-matrix the cluster kernels compose (the spatial arithmetic is :mod:`rbd_estimator.kernels.spatial`).
+``fp`` or ``w``. Also :func:`joint_transform`: ``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Featherstone ch. 4)
+as the 6 × 6 matrix the cluster kernels compose (their spatial arithmetic is
+:mod:`rbd_estimator.kernels.spatial`).
 Matrices in the blobs are row-major; spatial vectors follow Featherstone (motion ``[ω; v]``); units
 rad, m, s. The kernels are :mod:`.four_bar_kernels` and :mod:`.cluster_kernels`."""
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import fast_njit
+from ..kernels.joints import J_SIZE, joint_record, joint_transforms
 from ..kernels.layout import Layout, Packer
+from ..kernels.spatial import plux_into
 from .clusters import ClusterTree
 from .loops import ExplicitLoop
 from .joints import motion_subspace
-from ..kernels.joints import J_SIZE, joint_record, joint_transforms
-from ..kernels.spatial import plux_into
 
 __all__ = ["PackedClusterTree", "packable", "joint_transform", "CLUSTER", "CLUSTER_WORK", "FOUR_BAR", "TEMP",
            "CLOSED", "CLOSURE_FAILED", "SINGULAR", "NOT_FINITE"]
