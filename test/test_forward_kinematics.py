@@ -134,7 +134,7 @@ def test_spatial_transform_kernels_against_plux():
     """The compiled 6-vector transforms the kernels chain, against the 6×6 Plücker matrix
     ``X = plux(E, r)`` (RBDA eq. 2.24): ``mx`` = X m, ``mx_inv`` = X⁻¹ m, ``fx`` = X⁻ᵀ f,
     ``fxT_add`` += Xᵀ f."""
-    from rbd_estimator.model.spatial_kernels import fx, fxT_add, mx, mx_inv
+    from rbd_estimator.kernels.spatial import fx, fxT_add, mx, mx_inv
     rng = np.random.default_rng(4)
     for _ in range(20):
         axis = rng.normal(size=3)

@@ -26,8 +26,8 @@ from ..model.cluster_packing import (
     CLOSURE_FAILED, NOT_FINITE, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
     H_CW, H_CYV, H_IN, H_NC, H_NQ, H_NV, H_NVY, H_PM, H_QREF, H_SC, H_VI, H_ND, H_WDQ, H_WQ, H_WT,
     H_WXOUT, H_WXUP, H_YQ, H_YV, NW, SINGULAR, T_MAT, W_DINV, W_G, W_IA, W_S, W_SJ, W_Sdy, W_U, W_a, W_g, W_p,
-    W_u, W_v, crm_apply, joint_transform, mtv6, mul66, mv6)
-from .spatial_jit import add_force_cross
+    W_u, W_v, joint_transform)
+from ..kernels.spatial import add6, fcross, mcross, mtv6, mul66, mv6, set6
 
 __all__ = ["ce_aba_kernel", "ce_rnea_kernel", "M_INDEPENDENT", "M_EFFORT_SPANNING", "M_OUTPUT_SPANNING"]
 
@@ -83,8 +83,8 @@ def _inverse(A, ao, n, X, xo, T, to):
 @fast_njit
 def _bias_force(fp, io, v, vo, y, yo, T, to):
     """``y (+)= v ×* I v`` (eq. 58; ``T[to:to+6]``: scratch)."""
-    mv6(fp, io, v, vo, T, to, False)                                # I v
-    add_force_cross(v, vo, T, to, y, yo)                            # v ×* (I v)
+    set6(T, to, mv6(fp, io, v, vo))                                 # I v
+    add6(y, yo, fcross(v, vo, T, to))                               # v ×* (I v)
 
 
 @fast_njit
@@ -150,7 +150,7 @@ def _cluster_joint(ip, fp, w, k, q, dq, solve):
         i = ip[b0 + m]
         o = v + 6 * m
         if vpar >= 0:
-            mv6(w, ip[H_WXOUT] + 36 * i, w, vpar, w, o, False)
+            set6(w, o, mv6(w, ip[H_WXOUT] + 36 * i, w, vpar))
         else:
             for r in range(6):
                 w[o + r] = 0.0
@@ -172,8 +172,8 @@ def _cluster_joint(ip, fp, w, k, q, dq, solve):
             for r in range(6):
                 w[o + r] = 0.0
         else:
-            mv6(w, ip[H_WXUP] + 36 * i, w, prop + 6 * pm, w, o, False)
-        crm_apply(w, v + 6 * m, w, t0, w, o, True)
+            set6(w, o, mv6(w, ip[H_WXUP] + 36 * i, w, prop + 6 * pm))
+        add6(w, o, mcross(w, v + 6 * m, w, t0))
         for r in range(6):
             s = w[o + r]
             for c in range(nv):
@@ -188,9 +188,9 @@ def _parent_acceleration(ip, fp, w, k, m, a0, out):
     i = ip[ip[H_CB] + ip[ip[H_CB0] + k] + m]
     apar = _parent_vector(ip, w, k, W_a)
     if apar >= 0:
-        mv6(w, ip[H_WXOUT] + 36 * i, w, apar, w, out, False)
+        set6(w, out, mv6(w, ip[H_WXOUT] + 36 * i, w, apar))
     else:
-        mv6(w, ip[H_WXOUT] + 36 * i, fp, a0, w, out, False)
+        set6(w, out, mv6(w, ip[H_WXOUT] + 36 * i, fp, a0))
 
 
 @fast_njit
@@ -198,7 +198,7 @@ def _to_parent(ip, w, k, x, accumulate_into):
     """``ˡX*_k x`` (eq. 36) added to the parent's output-body entry at ``accumulate_into``."""
     b0 = ip[H_CB] + ip[ip[H_CB0] + k]
     for m in range(ip[ip[H_CNB] + k]):
-        mtv6(w, ip[H_WXOUT] + 36 * ip[b0 + m], w, x + 6 * m, w, accumulate_into, True)
+        add6(w, accumulate_into, mtv6(w, ip[H_WXOUT] + 36 * ip[b0 + m], w, x + 6 * m))
 
 
 @fast_njit
@@ -352,10 +352,10 @@ def _articulated_to_parent(ip, w, k, T):
                 x = w[xo + 6 * e + a]
                 for c in range(6):
                     w[C + 6 * a + c] += x * w[AX + 6 * e + c]
-        mv6(w, ia, w, Sdy + 6 * m, w, z, False)                     # z = pᴬ_m + Iᴬ_mm (Ṡẏ)_m
+        set6(w, z, mv6(w, ia, w, Sdy + 6 * m))                      # z = pᴬ_m + Iᴬ_mm (Ṡẏ)_m
         for e in range(6):
             w[z + e] += w[pA + 6 * m + e]
-        mtv6(w, xo, w, z, w, y, True)                               # y += X_mᵀ z
+        add6(w, y, mtv6(w, xo, w, z))                               # y += X_mᵀ z
         for j in range(ny):                                         # W += X_mᵀ U_m, r = u − Uᵀ Ṡẏ
             s = 0.0
             for e in range(6):
@@ -420,7 +420,7 @@ def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
                 w[a + 6 * m + r] += s
             i = ip[b0 + m]                                          # (63) f = I a + v ×* I v − fˣ
             io = ip[H_IN] + 36 * i
-            mv6(fp, io, w, a + 6 * m, w, f + 6 * m, False)
+            set6(w, f + 6 * m, mv6(fp, io, w, a + 6 * m))
             for r in range(6):
                 w[f + 6 * m + r] -= fx[6 * i + r]
             _bias_force(fp, io, w, v + 6 * m, w, f + 6 * m, w, t0 + ny)

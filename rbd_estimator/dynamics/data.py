@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.joints import J_SIZE, joint_record
 from ..model.mimic import mimic_map
 from ..model.robot_model import RobotModel
 from ..spatial import skew
 from .kinematics import external_forces, gravity_acceleration, motion_subspace
 from .mimic import crba_independent, forward_independent, minverse_independent, rnea_independent
 from .minverse_jit import minverse_kernel
-from .tree_jit import (AXIS, COL0, COM, DOFS, ET, ICOM, INERTIA, JTYPE, LEAF, MASS, MF_SIZE, MI_SIZE, PARENT, PBLK,
-                       QIDX, RIGID, RT, S_, SUB_HI, SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel,
+from .tree_jit import (COL0, COM, DOFS, ICOM, INERTIA, JNT, JTYPE, LEAF, MASS, MF_SIZE, MI_SIZE, PARENT, PBLK,
+                       QIDX, RIGID, S_, SUB_HI, SUB_LO, VIDX, W_SIZE, aba_kernel, crba_kernel,
                        forward_dynamics_ltdl_kernel, rnea_kernel)
 
 _F64 = np.dtype(np.float64)
@@ -57,9 +58,7 @@ class DynamicsData:
             S = np.zeros((6, 6))
             S[:, :m.joint_dofs[i]] = motion_subspace(m, i)
             MF[i, S_:S_ + 36] = S.T.reshape(-1)                 # column-major
-            MF[i, AXIS:AXIS + 3] = m.axes[i]
-            MF[i, ET:ET + 9] = np.asarray(m.E_tree[i]).reshape(-1)
-            MF[i, RT:RT + 3] = m.r_tree[i]
+            MF[i, JNT:JNT + J_SIZE] = joint_record(m.joint_types[i], m.axes[i], m.E_tree[i], m.r_tree[i])
             MF[i, INERTIA:INERTIA + 36] = np.asarray(m.inertias[i]).reshape(-1)
             self.MI[i, RIGID] = _rigid_body_form(np.asarray(m.inertias[i], dtype=float), MF[i])
         self.mimic = mimic_map(m)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ltl as _ref
-from .spatial_jit import kernel
+from ..jit import fast_njit as kernel
 
 
 @kernel

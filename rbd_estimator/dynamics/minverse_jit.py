@@ -12,7 +12,8 @@ block per body, a 0-DoF body sharing its parent's), so that the loops over colum
 from __future__ import annotations
 
 from ..jit import uidx
-from .spatial_jit import inline, kernel
+from ..jit import fast_njit as kernel
+from ..kernels.spatial import primitive as inline
 from .tree_jit import (COL0, C_, DINV, DOFS, IA_, LEAF, PA_, PARENT, PBLK, SUB_HI, SUB_LO, SW_, U_, VIDX, W_SIZE,
                        _articulate, transforms, world_quantities)
 

@@ -11,33 +11,36 @@ compiled loops over the bodies, allocating nothing. :class:`~.data.DynamicsData`
   whether ``I_i`` has the rigid-body form of Featherstone eq. 2.63 (then ``MASS``, ``COM``, ``ICOM``
   hold ``m``, ``c`` and ``Ī_c``, and moving it to world coordinates needs no 6 × 6 congruence);
 * ``MF`` (flat, ``MF_SIZE`` floats per body from ``i · MF_SIZE``): ``S_i`` (6 × 6, column-major,
-  n_i columns used), joint axis, ``X_T(i) = plux(E_T, r_T)`` and the spatial inertia ``I_i``
+  n_i columns used), the joint record (:data:`~rbd_estimator.kernels.joints.JOINT`: axis,
+  ``X_T(i) = plux(E_T, r_T)``, the revolute factors) and the spatial inertia ``I_i``
   (6 × 6, kg, kg·m, kg·m²);
 * ``W`` (flat, ``W_SIZE`` floats per body from ``i · W_SIZE``), per body work: ``ⁱX_λ = plux(E, r)``,
   ``v_i``, ``a_i``, ``f_i``, ``c_i``, ``I_iᴬ`` (or ``I_iᶜ``), ``p_iᴬ``, ``U_i`` (or ``F``;
   column-major), ``D_i⁻¹``, ``u_i``, scratch; for the passes in world coordinates (CRBA, M⁻¹)
   ``ⁱX_0`` and ``S_i`` in world coordinates.
 
-Operands are ``(array, offset)`` pairs (see :mod:`.spatial_jit`); ``wi``/``wp`` are the offsets of
-body i's and its parent's work, ``mi`` that of body i's constants.
+Operands are ``(array, offset)`` pairs (see :mod:`rbd_estimator.kernels.spatial`); ``wi``/``wp``
+are the offsets of body i's and its parent's work, ``mi`` that of body i's constants.
 
 Body coordinates, Featherstone order (motion ``[ω; v]``, force ``[n; f]``); ``a0 = −a_g``.
 """
 from __future__ import annotations
 
+from ..jit import fast_njit as kernel
+from ..kernels.joints import J_SIZE, joint_transforms
 from ..kernels.layout import Layout
+from ..kernels.spatial import (add6, add_congruence, compose, fcross, fxT_add, mcross, mv6, mx, mx_inv, rotate_block,
+                               set6, spd_inverse)
+from ..kernels.spatial import primitive as inline
 from .ltl_jit import ltdl_kernel, solve_L_kernel, solve_Lt_kernel
-from .spatial_jit import (X_motion, Xinv_motion, add_congruence, add_force_cross, add_XT_force, compose, inline,
-                          joint_transform, kernel, matvec6, motion_cross, rotate_block, spd_inverse)
 
 # columns of MI
 BODY_INTS = Layout("PARENT JTYPE QIDX VIDX DOFS SUB_LO SUB_HI COL0 LEAF PBLK RIGID")
 PARENT, JTYPE, QIDX, VIDX, DOFS, SUB_LO, SUB_HI, COL0, LEAF, PBLK, RIGID = BODY_INTS.slots
 MI_SIZE = BODY_INTS.size
 # offsets in a body's MF block (Ī_c: stride 6)
-BODY_FLOATS = Layout([("S_", 36), ("AXIS", 3), ("ET", 9), ("RT", 3), ("INERTIA", 36), ("MASS", 1), ("COM", 3),
-                      ("ICOM", 15)])
-S_, AXIS, ET, RT, INERTIA, MASS, COM, ICOM = BODY_FLOATS.slots
+BODY_FLOATS = Layout([("S_", 36), ("JNT", J_SIZE), ("INERTIA", 36), ("MASS", 1), ("COM", 3), ("ICOM", 15)])
+S_, JNT, INERTIA, MASS, COM, ICOM = BODY_FLOATS.slots
 MF_SIZE = BODY_FLOATS.size
 # offsets in a body's W block (X_ holds E then r)
 BODY_WORK = Layout([("X_", 12), ("V_", 6), ("A_", 6), ("F_", 6), ("C_", 6), ("IA_", 36), ("PA_", 6), ("U_", 36),
@@ -48,13 +51,14 @@ for _layout in (BODY_INTS, BODY_FLOATS, BODY_WORK):
     _layout.check(globals())
 del _layout
 O_ = V_                     # ⁱX_0 (12 floats) in the v, a slots, for the world-coordinate passes
+R_ = 9                      # r after E in a transform's 12 floats: plux(E, r) at W[o], r at W[o + R_]
 
 
 @kernel
 def transforms(MI, MF, W, q):
     """``ⁱX_λ(i) = X_J(q_i) X_T(i)`` of every body into its ``W`` block."""
-    for i in range(MI.shape[0]):
-        joint_transform(MI[i, JTYPE], MF, i * MF_SIZE + AXIS, q, MI[i, QIDX], W, i * W_SIZE + X_)
+    joint_transforms(0, MI.shape[0], MI.reshape(MI.size), JTYPE, QIDX, MI_SIZE, MF, JNT, MF_SIZE, q, W, X_, W_SIZE,
+                     W, X_ + R_, W_SIZE, False)
 
 
 @inline
@@ -87,13 +91,13 @@ def _velocity(MI, MF, W, i, dq):
     p, n, wi, mi = MI[i, PARENT], MI[i, DOFS], i * W_SIZE, i * MF_SIZE
     _S_times(MF, mi, n, dq, MI[i, VIDX], W, wi + TMP2)
     if p >= 0:
-        X_motion(W, wi + X_, W, p * W_SIZE + V_, W, wi + V_)
+        mx(W, wi + X_, W, wi + X_ + R_, W, p * W_SIZE + V_, W, wi + V_)
         for a in range(6):
             W[wi + V_ + a] += W[wi + TMP2 + a]
     else:
         for a in range(6):
             W[wi + V_ + a] = W[wi + TMP2 + a]
-    motion_cross(W, wi + V_, W, wi + TMP2, W, wi + C_)
+    set6(W, wi + C_, mcross(W, wi + V_, W, wi + TMP2))
 
 
 @inline
@@ -102,9 +106,9 @@ def _parent_motion(MI, W, i, col, a0):
     body on the fixed base)."""
     p, wi = MI[i, PARENT], i * W_SIZE
     if p >= 0:
-        X_motion(W, wi + X_, W, p * W_SIZE + col, W, wi + col)
+        mx(W, wi + X_, W, wi + X_ + R_, W, p * W_SIZE + col, W, wi + col)
     else:
-        X_motion(W, wi + X_, a0, 0, W, wi + col)
+        mx(W, wi + X_, W, wi + X_ + R_, a0, 0, W, wi + col)
 
 
 @kernel
@@ -125,16 +129,16 @@ def rnea_passes(MI, MF, W, dq, ddq, fx, a0, tau):
         _S_times(MF, mi, n, ddq, k, W, wi + TMP)
         for b in range(6):
             W[wi + A_ + b] += W[wi + TMP + b] + W[wi + C_ + b]      # (3a)
-        matvec6(MF, mi + INERTIA, W, wi + V_, W, wi + TMP)          # I_i v_i
-        matvec6(MF, mi + INERTIA, W, wi + A_, W, wi + F_)
-        add_force_cross(W, wi + V_, W, wi + TMP, W, wi + F_)        # (3f): I_i a_i + v_i ×* I_i v_i
+        set6(W, wi + TMP, mv6(MF, mi + INERTIA, W, wi + V_))        # I_i v_i
+        set6(W, wi + F_, mv6(MF, mi + INERTIA, W, wi + A_))
+        add6(W, wi + F_, fcross(W, wi + V_, W, wi + TMP))           # (3f): I_i a_i + v_i ×* I_i v_i
         for b in range(6):
             W[wi + F_ + b] -= fx[i, b]                              #        − f_i^x
     for i in range(NB - 1, -1, -1):                                 # backward pass, i = N_B … 1
         p, wi = MI[i, PARENT], i * W_SIZE
         _St_times(MF, i * MF_SIZE, MI[i, DOFS], W, wi + F_, tau, MI[i, VIDX])   # (3τ) τ_i = S_iᵀ f_i
         if p >= 0:
-            add_XT_force(W, wi + X_, W, wi + F_, W, p * W_SIZE + F_)  # f_λ += ᵖX*_i f_i
+            fxT_add(W, wi + X_, W, wi + X_ + R_, W, wi + F_, W, p * W_SIZE + F_, 1.0)  # f_λ += ᵖX*_i f_i
 
 
 @kernel
@@ -148,18 +152,18 @@ def aba_kernel(MI, MF, W, q, dq, tau, fx, a0, ddq):
         _velocity(MI, MF, W, i, dq)                                 # (2), c_i
         for b in range(36):
             W[wi + IA_ + b] = MF[mi + INERTIA + b]                  # I_iᴬ = I_i
-        matvec6(MF, mi + INERTIA, W, wi + V_, W, wi + TMP)
+        set6(W, wi + TMP, mv6(MF, mi + INERTIA, W, wi + V_))
         for b in range(6):
             W[wi + PA_ + b] = -fx[i, b]
-        add_force_cross(W, wi + V_, W, wi + TMP, W, wi + PA_)       # p_iᴬ = v_i ×* I_i v_i − f_i^x
+        add6(W, wi + PA_, fcross(W, wi + V_, W, wi + TMP))          # p_iᴬ = v_i ×* I_i v_i − f_i^x
     for i in range(NB - 1, -1, -1):                                 # backward pass, i = N_B … 1
         if MI[i, DOFS] and not _articulate(MI, MF, i * MF_SIZE + S_, W, i, tau):
             return i
         p, wi = MI[i, PARENT], i * W_SIZE
         if p >= 0:
             wp = p * W_SIZE
-            add_congruence(W, wi + X_, W, wi + IA_, W, wp + IA_, W, wi + TMP)   # (12Iᴬ)
-            add_XT_force(W, wi + X_, W, wi + PA_, W, wp + PA_)                 # (12p)
+            add_congruence(W, wi + X_, W, wi + X_ + R_, W, wi + IA_, W, wp + IA_, W, wi + TMP)  # (12Iᴬ)
+            fxT_add(W, wi + X_, W, wi + X_ + R_, W, wi + PA_, W, wp + PA_, 1.0)  # (12p)
     for i in range(NB):                                             # second forward pass
         n, k, wi, mi = MI[i, DOFS], MI[i, VIDX], i * W_SIZE, i * MF_SIZE
         _parent_motion(MI, W, i, A_, a0)
@@ -192,7 +196,7 @@ def _articulate(MI, S, so, W, i, tau):
         return _articulate_1dof(S, so, W, wi, tau[k])
     D, UD = wi + TMP, wi + TMP2                                     # offsets of D_i and U_i D_i⁻¹
     for j in range(n):
-        matvec6(W, wi + IA_, S, so + 6 * j, W, wi + U_ + 6 * j)   # U_i = I_iᴬ S_i
+        set6(W, wi + U_ + 6 * j, mv6(W, wi + IA_, S, so + 6 * j))  # U_i = I_iᴬ S_i
     for j in range(n):
         s = tau[k + j]
         for b in range(6):
@@ -230,7 +234,7 @@ def _articulate(MI, S, so, W, i, tau):
 @inline
 def _articulate_1dof(S, so, W, wi, tau_i):
     """:func:`_articulate` for a 1-DoF joint: ``U_i`` a 6-vector, ``D_i`` a scalar."""
-    matvec6(W, wi + IA_, S, so, W, wi + U_)                         # U_i = I_iᴬ s_i
+    set6(W, wi + U_, mv6(W, wi + IA_, S, so))                       # U_i = I_iᴬ s_i
     d, u = 0.0, tau_i
     for b in range(6):
         d += S[so + b] * W[wi + U_ + b]                             # D_i = s_iᵀ U_i
@@ -263,18 +267,19 @@ def world_quantities(MI, MF, W, i):
     transform is the identity, as in pinocchio's ``crba`` and ``computeMinverse``."""
     p, n, wi, mi = MI[i, PARENT], MI[i, DOFS], i * W_SIZE, i * MF_SIZE
     if p >= 0:
-        compose(W, wi + X_, W, p * W_SIZE + O_, W, wi + O_)
+        po = p * W_SIZE + O_
+        compose(W, wi + X_, W, wi + X_ + R_, W, po, W, po + R_, W, wi + O_, W, wi + O_ + R_)
     else:
         for b in range(12):
             W[wi + O_ + b] = W[wi + X_ + b]
     for j in range(n):
-        Xinv_motion(W, wi + O_, MF, mi + S_ + 6 * j, W, wi + SW_ + 6 * j)
+        mx_inv(W, wi + O_, W, wi + O_ + R_, MF, mi + S_ + 6 * j, W, wi + SW_ + 6 * j)
     if MI[i, RIGID]:
         _rigid_inertia_world(MF, mi, W, wi + O_, wi + IA_, wi + TMP)
         return
     for b in range(36):
         W[wi + IA_ + b] = 0.0
-    add_congruence(W, wi + O_, MF, mi + INERTIA, W, wi + IA_, W, wi + TMP)
+    add_congruence(W, wi + O_, W, wi + O_ + R_, MF, mi + INERTIA, W, wi + IA_, W, wi + TMP)
 
 
 @inline
@@ -326,7 +331,7 @@ def crba_passes(MI, MF, W, H):
                 W[p * W_SIZE + IA_ + b] += W[wi + IA_ + b]
         F = wi + U_                                                 # F (6 × n, column-major)
         for j in range(n):
-            matvec6(W, wi + IA_, W, wi + SW_ + 6 * j, W, F + 6 * j)  # F = I_iᶜ S_i
+            set6(W, F + 6 * j, mv6(W, wi + IA_, W, wi + SW_ + 6 * j))  # F = I_iᶜ S_i
         j = i
         while n and j >= 0:
             if MI[j, DOFS]:                                         # H_ji = S_jᵀ F, H_ij = H_jiᵀ

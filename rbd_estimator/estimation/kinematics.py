@@ -16,7 +16,7 @@ from ..jit import fast_njit as njit, uidx as _u
 from ..model.forward_kinematics import (K_AG, K_IMUB, K_JT, K_NB, K_PAR, K_WC, K_WNU, K_WR, forward_kinematics,
                                         imu_velocity_product)
 from ..model.robot_model import FREE
-from ..model.spatial_kernels import mx, plux_into
+from ..kernels.spatial import mx, plux_into
 
 
 @njit

@@ -2,8 +2,9 @@
 :class:`PackedClusterTree`, which flattens a :class:`~.clusters.ClusterTree` once (the pinocchio
 ``Model`` counterpart) into an integer blob ``ip``, a float blob ``fp`` and a work array ``w``; header
 slot ``ip[H_x]`` (the header :data:`CLUSTER`) holds a size, or the offset of array ``x`` in ``ip``,
-``fp`` or ``w``. Also the small compiled helpers the cluster kernels share (6 × 6 products, the
-motion cross product, :func:`joint_transform`: ``ⁱX_λ(i) = X_J(q_i) X_T(i)``, Featherstone ch. 4).
+``fp`` or ``w``. Also :func:`joint_transform`: ``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Featherstone ch. 4)
+as the 6 × 6 matrix the cluster kernels compose (their spatial arithmetic is
+:mod:`rbd_estimator.kernels.spatial`).
 Matrices in the blobs are row-major; spatial vectors follow Featherstone (motion ``[ω; v]``); units
 rad, m, s. The kernels are :mod:`.four_bar_kernels` and :mod:`.cluster_kernels`."""
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import fast_njit
+from ..kernels.joints import J_SIZE, joint_record, joint_transforms
 from ..kernels.layout import Layout, Packer
+from ..kernels.spatial import plux_into
 from .clusters import ClusterTree
 from .loops import ExplicitLoop
 from .joints import motion_subspace
-from .robot_model import FREE, PRISMATIC, REVOLUTE
-from .spatial_kernels import plux_into
 
 __all__ = ["PackedClusterTree", "packable", "joint_transform", "CLUSTER", "CLUSTER_WORK", "FOUR_BAR", "TEMP",
            "CLOSED", "CLOSURE_FAILED", "SINGULAR", "NOT_FINITE"]
@@ -37,8 +38,8 @@ CLUSTER = Layout(
     "LT LNJ LJ0 LQ LVX LNI LI0 LIX LIP LND LD0 LDX LDP LR LFB FBP "
     # y: spanning q and v index of every entry
     "YQ YV "
-    # floats: joint axes, tree transforms, inertias, motion subspace columns, reference q, a_0, loops
-    "AX ET RT IN SC QREF A0 RB "
+    # floats: joint records (kernels.joints.JOINT), inertias, motion subspace columns, reference q, a_0, loops
+    "JNT IN SC QREF A0 RB "
     # work: Xup, Xout (per body), q, q̇, four-bar scratch, temporaries
     "WXUP WXOUT WQ WDQ WFB WT")
 (H_NB, H_NC, H_NL, H_NQ, H_NV, H_NY, H_NVY, H_NBMAX, H_WORK,
@@ -47,11 +48,11 @@ CLUSTER = Layout(
  H_CW,
  H_LT, H_LNJ, H_LJ0, H_LQ, H_LVX, H_LNI, H_LI0, H_LIX, H_LIP, H_LND, H_LD0, H_LDX, H_LDP, H_LR, H_LFB, H_FBP,
  H_YQ, H_YV,
- H_AX, H_ET, H_RT, H_IN, H_SC, H_QREF, H_A0, H_RB,
+ H_JNT, H_IN, H_SC, H_QREF, H_A0, H_RB,
  H_WXUP, H_WXOUT, H_WQ, H_WDQ, H_WFB, H_WT) = CLUSTER.slots
 CLUSTER.check(globals(), "H_")
 _SIZES = ("NB", "NC", "NL", "NQ", "NV", "NY", "NVY", "NBMAX")
-_FLOATS = ("AX", "ET", "RT", "IN", "SC", "QREF", "A0", "RB")
+_FLOATS = ("JNT", "IN", "SC", "QREF", "A0", "RB")
 _WORK = ("WXUP", "WXOUT", "WQ", "WDQ", "WFB", "WT")
 
 #: per-cluster work items (offsets ``ip[ip[H_CW] + NW k + item]``): SJ = 𝒥X diag(S_i) (6n_b × n_f),
@@ -116,7 +117,8 @@ class PackedClusterTree:
             n = int(m.joint_dofs[i])
             if n:
                 Sc[m.v_idx[i]:m.v_idx[i] + n] = motion_subspace(m, i).T
-        a.update(AX=m.axes, ET=m.E_tree, RT=m.r_tree, IN=m.inertias, SC=Sc, QREF=tree.q_reference,
+        a.update(JNT=[joint_record(m.joint_types[i], m.axes[i], m.E_tree[i], m.r_tree[i]) for i in range(m.NB)],
+                 IN=m.inertias, SC=Sc, QREF=tree.q_reference,
                  A0=np.concatenate([np.zeros(3), -m.gravity]))
         nymax = max(c.ny for c in cs)
         work = dict(WXUP=36 * m.NB, WXOUT=36 * m.NB, WQ=m.nq, WDQ=m.nv, WFB=_FB_SCRATCH,
@@ -185,97 +187,18 @@ def _pack_loops(tree: ClusterTree) -> dict:
     return L
 
 
-# ---------------------------------------------------------------------------- spatial helpers
-# Offsets inside the temporaries WT: joint transform factors, then small and stacked matrices.
-TEMP = Layout([("EJ", 9), ("RJ", 3), ("E", 9), ("R", 3), ("SMALL", 48), ("MAT", 0)])      # MAT: the rest
-T_EJ, T_RJ, T_E, T_R, T_SMALL, T_MAT = TEMP.slots
-
-
-@fast_njit
-def mul66(A, ao, B, bo, C, co):
-    """``C = A B`` for row-major 6 × 6 blocks (C must not overlap A or B)."""
-    for r in range(6):
-        for c in range(6):
-            s = 0.0
-            for k in range(6):
-                s += A[ao + 6 * r + k] * B[bo + 6 * k + c]
-            C[co + 6 * r + c] = s
-
-
-@fast_njit
-def mv6(A, ao, x, xo, y, yo, accumulate, transpose=False):
-    """``y (+)= A x`` (or ``Aᵀ x``) for a row-major 6 × 6 block (``Aᵀ`` of a motion transform: the
-    force transform ``ˡX*_k = (ᵏX_ℓ)ᵀ``)."""
-    rs, cs = (1, 6) if transpose else (6, 1)
-    for r in range(6):
-        s = 0.0
-        for k in range(6):
-            s += A[ao + rs * r + cs * k] * x[xo + k]
-        y[yo + r] = y[yo + r] + s if accumulate else s
-
-
-@fast_njit
-def mtv6(A, ao, x, xo, y, yo, accumulate):
-    """``y (+)= Aᵀ x`` (:func:`mv6` transposed)."""
-    mv6(A, ao, x, xo, y, yo, accumulate, True)
-
-
-@fast_njit
-def crm_apply(v, vo, u, uo, y, yo, accumulate):
-    """``y (+)= v × u`` (motion cross product, Featherstone eq. 2.31)."""
-    w0, w1, w2, l0, l1, l2 = v[vo], v[vo + 1], v[vo + 2], v[vo + 3], v[vo + 4], v[vo + 5]
-    a0, a1, a2, b0, b1, b2 = u[uo], u[uo + 1], u[uo + 2], u[uo + 3], u[uo + 4], u[uo + 5]
-    r = (w1 * a2 - w2 * a1, w2 * a0 - w0 * a2, w0 * a1 - w1 * a0,
-         w1 * b2 - w2 * b1 + l1 * a2 - l2 * a1, w2 * b0 - w0 * b2 + l2 * a0 - l0 * a2,
-         w0 * b1 - w1 * b0 + l0 * a1 - l1 * a0)
-    for k in range(6):
-        y[yo + k] = y[yo + k] + r[k] if accumulate else r[k]
+# ---------------------------------------------------------------------------- joint transform
+# Offsets inside the temporaries WT: the joint transform's E and r, small matrices, then stacked ones.
+TEMP = Layout([("E", 9), ("R", 3), ("SMALL", 48), ("MAT", 0)])      # MAT: the rest
+T_E, T_R, T_SMALL, T_MAT = TEMP.slots
 
 
 @fast_njit
 def joint_transform(ip, fp, w, q, i, X, xo):
-    """``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Nori eqs. 2–3a; :func:`.joints.joint_transform`) into
-    ``X[xo:xo+36]``: with ``X_J = plux(E_J, r_J)`` and ``X_T = plux(E_T, r_T)``, the product is
-    ``plux(E_J E_T, r_T + E_Tᵀ r_J)``."""
-    t, qi = ip[ip[H_JT] + i], ip[ip[H_QI] + i]
-    t0 = ip[H_WT]
-    ej, rj, e, r = t0 + T_EJ, t0 + T_RJ, t0 + T_E, t0 + T_R
-    for k in range(9):
-        w[ej + k] = 1.0 if k % 4 == 0 else 0.0
-    for k in range(3):
-        w[rj + k] = 0.0
-    if t == REVOLUTE:                                               # E_J = R(a, q)ᵀ = 1 − sin q a× + (1 − cos q) a×a×
-        ao = ip[H_AX] + 3 * i
-        a0, a1, a2 = fp[ao], fp[ao + 1], fp[ao + 2]
-        s, c1 = np.sin(q[qi]), 1.0 - np.cos(q[qi])
-        n2 = a0 * a0 + a1 * a1 + a2 * a2
-        K = (0.0, -a2, a1, a2, 0.0, -a0, -a1, a0, 0.0)
-        A = (a0, a1, a2)
-        for r_ in range(3):
-            for c_ in range(3):
-                kk = A[r_] * A[c_] - (n2 if r_ == c_ else 0.0)     # (a×)² = a aᵀ − |a|² 1
-                w[ej + 3 * r_ + c_] += -s * K[3 * r_ + c_] + c1 * kk
-    elif t == PRISMATIC:
-        ao = ip[H_AX] + 3 * i
-        for k in range(3):
-            w[rj + k] = fp[ao + k] * q[qi]
-    elif t == FREE:                                                 # E_J = R(quat)ᵀ, r_J = p
-        x, y, z, qw = q[qi + 3], q[qi + 4], q[qi + 5], q[qi + 6]
-        n = np.sqrt(x * x + y * y + z * z + qw * qw)
-        x, y, z, qw = x / n, y / n, z / n, qw / n
-        R = (1 - 2 * (y * y + z * z), 2 * (x * y - z * qw), 2 * (x * z + y * qw),
-             2 * (x * y + z * qw), 1 - 2 * (x * x + z * z), 2 * (y * z - x * qw),
-             2 * (x * z - y * qw), 2 * (y * z + x * qw), 1 - 2 * (x * x + y * y))
-        for r_ in range(3):
-            for c_ in range(3):
-                w[ej + 3 * r_ + c_] = R[3 * c_ + r_]
-            w[rj + r_] = q[qi + r_]
-    eo, ro = ip[H_ET] + 9 * i, ip[H_RT] + 3 * i
-    for r_ in range(3):
-        for c_ in range(3):
-            w[e + 3 * r_ + c_] = (w[ej + 3 * r_] * fp[eo + c_] + w[ej + 3 * r_ + 1] * fp[eo + 3 + c_]
-                                  + w[ej + 3 * r_ + 2] * fp[eo + 6 + c_])
-        w[r + r_] = fp[ro + r_] + fp[eo + r_] * w[rj] + fp[eo + 3 + r_] * w[rj + 1] + fp[eo + 6 + r_] * w[rj + 2]
+    """``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Nori eqs. 2–3a; :func:`rbd_estimator.kernels.joints.joint_transforms`
+    on body i's joint record) as a 6 × 6 matrix into ``X[xo:xo+36]``."""
+    e, r = ip[H_WT] + T_E, ip[H_WT] + T_R
+    joint_transforms(i, i + 1, ip, ip[H_JT], ip[H_QI], 1, fp, ip[H_JNT], J_SIZE, q, w, e, 0, w, r, 0, False)
     plux_into(w, e, w, r, X, xo)
 
 

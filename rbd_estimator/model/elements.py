@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..kernels.joints import FIXED, FREE, PRISMATIC, REVOLUTE
 from ..spatial import plux
 
 __all__ = ["FIXED", "REVOLUTE", "PRISMATIC", "FREE", "JOINT_TYPE_NAMES", "Frame", "FTSensor", "MimicJoint"]
 
-# Joint type codes (also used by compiled kernels).
-FIXED, REVOLUTE, PRISMATIC, FREE = 0, 1, 2, 3
+# Joint type codes: those of the compiled joint transform (kernels/joints.py).
 JOINT_TYPE_NAMES = {FIXED: "fixed", REVOLUTE: "revolute", PRISMATIC: "prismatic", FREE: "free"}
 
 

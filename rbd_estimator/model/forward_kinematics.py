@@ -37,9 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..jit import fast_njit as njit, uidx as _u
+from ..kernels.joints import J_SIZE, joint_record, joint_transforms as joint_transforms_of
 from ..kernels.layout import Layout, Packer
+from ..kernels.spatial import fcross, mx, rbi_apply, rbi_compact, set6
 from .robot_model import FREE, PRISMATIC, REVOLUTE, RobotModel
-from .spatial_kernels import fcross, mx, rbi_apply, rbi_compact
 
 
 def motion_axes(model: RobotModel) -> np.ndarray:
@@ -54,26 +55,17 @@ def motion_axes(model: RobotModel) -> np.ndarray:
     return S
 
 
-def revolute_abc(axis: np.ndarray, E_tree: np.ndarray) -> np.ndarray:
-    """``(A, B, C)`` (27 values) with ``R(axis, q)ᵀ E_tree = cos q A + sin q B + C`` (Rodrigues,
-    unit ``axis``): ``A = (1 − a aᵀ) E_T``, ``B = −a× E_T``, ``C = a aᵀ E_T``."""
-    a = np.asarray(axis, dtype=float)
-    aa = np.outer(a, a)
-    ax = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-    return np.concatenate([((np.eye(3) - aa) @ E_tree).ravel(), (-ax @ E_tree).ravel(), (aa @ E_tree).ravel()])
-
-
 #: Header slots of the packed form: sizes and flags; offsets of int arrays in ``ip``, of float arrays
 #: in ``fp``, of work arrays in ``w``. ``RNEA``: 1 when :func:`velocities_and_bias` also runs the
 #: RNEA's forward pass (writing ``a``, ``f`` at ``WA``, ``WF``), 0 when it writes ``c``, ``ν`` at ``WC``,
 #: ``WNU``. ``WTMP``: ≥ 12 values, ``v_0`` first.
 KIN = Layout("NB FLOAT IMUB NPOSE NCHAIN RNEA "
              "JT PAR QIX VIX POSE CHAIN "
-             "ET RT AX ABC S I AG IMUE IMUR "
+             "JNT S I AG IMUE IMUR "
              "WR WRP WP WC WNU WA WF WTMP")
 KIN_NAMES = KIN.names
-(K_NB, K_FLOAT, K_IMUB, K_NPOSE, K_NCHAIN, K_RNEA, K_JT, K_PAR, K_QIX, K_VIX, K_POSE, K_CHAIN, K_ET, K_RT, K_AX,
- K_ABC, K_S, K_I, K_AG, K_IMUE, K_IMUR, K_WR, K_WRP, K_WP, K_WC, K_WNU, K_WA, K_WF, K_WTMP) = KIN.slots
+(K_NB, K_FLOAT, K_IMUB, K_NPOSE, K_NCHAIN, K_RNEA, K_JT, K_PAR, K_QIX, K_VIX, K_POSE, K_CHAIN, K_JNT, K_S, K_I, K_AG,
+ K_IMUE, K_IMUR, K_WR, K_WRP, K_WP, K_WC, K_WNU, K_WA, K_WF, K_WTMP) = KIN.slots
 KIN.check(globals(), "K_")
 
 
@@ -107,14 +99,14 @@ class KinematicTree:
         m = self.model
         NB = m.NB
         jt = m.joint_types.astype(np.int64)
-        abc = [revolute_abc(m.axes[i], m.E_tree[i]) if jt[i] == REVOLUTE else np.zeros(27) for i in range(NB)]
+        joints = [joint_record(jt[i], m.axes[i], m.E_tree[i], m.r_tree[i]) for i in range(NB)]
         chain = self.imu_chain()
         pose = m.supports(list(self.poses) + ([self.imu[0]] if self.imu[0] >= 0 else []))
         return dict(
             NB=NB, FLOAT=int(m.floating_base), IMUB=int(self.imu[0]), NPOSE=len(pose), NCHAIN=len(chain),
             RNEA=int(self.rnea), JT=ipk.add(jt), PAR=ipk.add(m.parents), QIX=ipk.add(self.qidx),
-            VIX=ipk.add(self.vidx), POSE=ipk.add(pose), CHAIN=ipk.add(chain), ET=fpk.add(m.E_tree),
-            RT=fpk.add(m.r_tree), AX=fpk.add(m.axes), ABC=fpk.add(abc), S=fpk.add(motion_axes(m)),
+            VIX=ipk.add(self.vidx), POSE=ipk.add(pose), CHAIN=ipk.add(chain), JNT=fpk.add(joints),
+            S=fpk.add(motion_axes(m)),
             I=fpk.add([rbi_compact(I) for I in m.inertias]), AG=fpk.add(self.a_root), IMUE=fpk.add(self.imu[1]),
             IMUR=fpk.add(self.imu[2]))
 
@@ -153,34 +145,11 @@ def forward_kinematics(ip, fp, w, E, V, q, dq, ddq, gyro):
 
 @njit
 def joint_transforms(ip, fp, w, E, q):
-    """``ⁱX_λ(i) = X_J(q_i) X_T(i) = plux(E_i, r_i)`` for every body (RBDA Table 4.1): revolute
-    ``E_i = R(a_i, q_i)ᵀ E_T = cos q_i A_i + sin q_i B_i + C_i``, ``r_i = r_T``; prismatic
-    ``E_i = E_T``, ``r_i = r_T + E_Tᵀ a_i q_i``; fixed and free joints ``X_T`` (a free flyer's pose
-    enters through the IMU). ``E`` (9 NB), ``r`` at ``WR`` (3 NB)."""
-    i_jt, i_qix, f_Et, f_rt, f_ax, f_abc, w_r = (ip[K_JT], ip[K_QIX], ip[K_ET], ip[K_RT], ip[K_AX], ip[K_ABC],
-                                                 ip[K_WR])
-    for i in range(ip[K_NB]):
-        t = ip[_u(i_jt + i)]
-        eo, ro, to = 9 * i, w_r + 3 * i, f_rt + 3 * i
-        if t == REVOLUTE:
-            qi = q[_u(ip[_u(i_qix + i)])]
-            c, s = np.cos(qi), np.sin(qi)
-            ao = f_abc + 27 * i
-            for k in range(9):
-                E[_u(eo + k)] = c * fp[_u(ao + k)] + s * fp[_u(ao + 9 + k)] + fp[_u(ao + 18 + k)]
-            w[_u(ro)], w[_u(ro + 1)], w[_u(ro + 2)] = fp[_u(to)], fp[_u(to + 1)], fp[_u(to + 2)]
-        else:
-            eto = f_Et + 9 * i
-            for k in range(9):
-                E[_u(eo + k)] = fp[_u(eto + k)]
-            if t == PRISMATIC:
-                qi = q[_u(ip[_u(i_qix + i)])]
-                x0, x1, x2 = fp[_u(f_ax + 3 * i)] * qi, fp[_u(f_ax + 3 * i + 1)] * qi, fp[_u(f_ax + 3 * i + 2)] * qi
-                for a in range(3):
-                    w[_u(ro + a)] = fp[_u(to + a)] + (fp[_u(eto + a)] * x0 + fp[_u(eto + 3 + a)] * x1
-                                                      + fp[_u(eto + 6 + a)] * x2)
-            else:
-                w[_u(ro)], w[_u(ro + 1)], w[_u(ro + 2)] = fp[_u(to)], fp[_u(to + 1)], fp[_u(to + 2)]
+    """``ⁱX_λ(i) = X_J(q_i) X_T(i) = plux(E_i, r_i)`` for every body (RBDA Table 4.1,
+    :func:`~rbd_estimator.kernels.joints.joint_transforms` on the joint records at ``JNT``); a free
+    flyer's is its ``X_T`` (its pose enters through the IMU). ``E`` (9 NB), ``r`` at ``WR`` (3 NB)."""
+    joint_transforms_of(0, ip[K_NB], ip, ip[K_JT], ip[K_QIX], 1, fp, ip[K_JNT], J_SIZE, q, E, 0, 9, w, ip[K_WR], 3,
+                        True)
 
 
 @njit
@@ -289,7 +258,7 @@ def velocities_and_bias(ip, fp, w, E, V, dq, ddq):
         for k in range(6):                               # ν_i = v_i ×* (I_i v_i), in place
             w[_u(yo + k)] = 0.0
         rbi_apply(fp, f_I + 10 * i, V, vo, w, yo, 1.0)
-        fcross(V, vo, w, yo, w, yo)
+        set6(w, yo, fcross(V, vo, w, yo))
         if not rnea:
             co = w_c + 6 * i
             w[_u(co)], w[_u(co + 1)], w[_u(co + 2)] = c0, c1, c2

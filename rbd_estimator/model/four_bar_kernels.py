@@ -11,7 +11,8 @@ from ..jit import fast_njit
 from .cluster_packing import (
     CLOSED, CLOSURE_FAILED, F_BODY, F_GL, F_JA, F_JB, F_KEY, F_LS, F_NA, F_NB, F_PHI, F_SMALL_P, F_T, F_VA,
     F_gl, H_FBP, H_LD0, H_LDX, H_LFB, H_LI0, H_LIX, H_LJ0, H_LQ, H_LR, H_LVX, H_QI, H_RB, H_SC, H_VI, H_WFB,
-    SINGULAR, crm_apply, joint_transform, mul66, mv6)
+    SINGULAR, joint_transform)
+from ..kernels.spatial import add6, mcross, mul66, mv6, set6
 
 
 @fast_njit
@@ -265,12 +266,12 @@ def _four_bar_explicit(ip, fp, w, l, q, dq, with_dq):
             for k in range(12):
                 w[vs + k] = 0.0
         else:
-            mv6(w, o, w, f + F_VA + 12 * ps, w, vs, False)
-            mv6(w, o, w, f + F_VA + 12 * ps + 6, w, vs + 6, False)
+            set6(w, vs, mv6(w, o, w, f + F_VA + 12 * ps))
+            set6(w, vs + 6, mv6(w, o, w, f + F_VA + 12 * ps + 6))
         for k in range(6):
             w[f + F_SMALL_P + k] = fp[sc + k] * qd                  # v_J = S_i q̇_i
             w[vs + k] += w[f + F_SMALL_P + k]
-        crm_apply(w, vs, w, f + F_SMALL_P, w, vs + 6, True)         # a_s += v_s × v_J
+        add6(w, vs + 6, mcross(w, vs, w, f + F_SMALL_P))            # a_s += v_s × v_J
     rb = ip[H_RB] + ip[ip[H_LR] + l]
     sa, sb = ip[fb + 10], ip[fb + 11]
     P = f + F_SMALL_P                                               # Va, Vb, Aa, Ab (6 each)

@@ -51,7 +51,7 @@ without contacts, observations, base equation), :mod:`.solve` (normal equations,
 :mod:`.solver` (the per-estimator object and its input handling). The forward kinematics (joint
 transforms, poses, base velocity, velocities and bias terms) is the package's one pass,
 :mod:`rbd_estimator.model.forward_kinematics`, which the generic tick runs too; the spatial
-arithmetic is :mod:`rbd_estimator.model.spatial_kernels`.
+arithmetic is :mod:`rbd_estimator.kernels.spatial`.
 
 The tick is one compiled function (numba) with no allocation: constant integers and floats are
 packed into one ``int64`` and one ``float64`` array, all work space into one ``float64`` array, the

@@ -19,7 +19,7 @@ joint-space inertia ``M_ij`` (:mod:`.covariance`).
 """
 from __future__ import annotations
 
-from ...model.spatial_kernels import fx, fxT_add, mx_inv, rbi_apply
+from ...kernels.spatial import fx, fxT_add, mx_inv, rbi_apply
 from .layout import (H_ANCI, H_ANCP, H_DSCI, H_DSCP, H_FLOAT, H_GRP, H_NB, H_NGRP, H_NH, H_NX, H_S, H_TSEL, H_WD,
     H_WF0, H_WIC, H_WP, H_WPHI, H_WRP, H_WS0, H_WTMP, _OBS_A, _OBS_FP, _u, njit)
 

@@ -1,8 +1,8 @@
 """Packed layout of the structured solver: header slots ``H_*`` of the integer blob ``ip`` (sizes,
 flags and offsets into ``ip``, ``fp`` and the work array ``w``) and the compiled-kernel decorator.
 The compact forms of inertias and revolute rotations the kernels read are
-:func:`~rbd_estimator.model.spatial_kernels.rbi_compact` and
-:func:`~rbd_estimator.model.forward_kinematics.revolute_abc`."""
+:func:`~rbd_estimator.kernels.spatial.rbi_compact` and the joint records of
+:func:`~rbd_estimator.kernels.joints.joint_record`."""
 from __future__ import annotations
 
 from numba import types as nbt
@@ -30,8 +30,7 @@ HEADER = KIN.extend(
     "NACT ACTI ACTF")
 
 
-(H_NB, H_FLOAT, H_IMUB, H_NPOSE, H_NCHAIN, H_RNEA, H_JT, H_PAR, H_QIX, H_VIX, H_POSE, H_CHAIN, H_ET, H_RT, H_AX,
- H_ABC, H_S, H_I, H_AG, H_IMUE, H_IMUR, H_WR, H_WRP, H_WP, H_WC, H_WNU, H_WA, H_WF, H_WTMP, H_NJ, H_NH, H_NX, H_MSA,
+(H_NB, H_FLOAT, H_IMUB, H_NPOSE, H_NCHAIN, H_RNEA, H_JT, H_PAR, H_QIX, H_VIX, H_POSE, H_CHAIN, H_JNT, H_S, H_I, H_AG, H_IMUE, H_IMUR, H_WR, H_WRP, H_WP, H_WC, H_WNU, H_WA, H_WF, H_WTMP, H_NJ, H_NH, H_NX, H_MSA,
  H_NC, H_MS, H_MSC, H_NOBS, H_NGRP, H_NPAIR, H_NCP, H_RED, H_NOUTM, H_NMSRC, H_NSEL, H_NY, H_IMUY, H_NIMU, H_COV, H_SX,
  H_SIMU, H_SOUT, H_SINFO, H_SCOV, H_STAIL, H_SFP, H_SW, H_SEND, H_CBODY, H_CK, H_CHOFF, H_CXB, H_GRP, H_PAIR, H_CPATH,
  H_GP, H_GI, H_RP, H_RI, H_CP, H_CI, H_CRP, H_CRI, H_CLO, H_CHI, H_OLO, H_OHI, H_OP, H_OI, H_TSEL, H_KSEL, H_SOLC,

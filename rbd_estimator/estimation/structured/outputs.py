@@ -7,7 +7,7 @@ from ...model.robot_model import REVOLUTE
 from .layout import (H_CBODY, H_CHOFF, H_CK, H_CPATH, H_CXB, H_FLOAT, H_GI, H_GP, H_GX, H_JT, H_KSEL, H_MS, H_NB,
     H_MSA, H_NC, H_NCP, H_NH, H_NX, H_NJ, H_NOBS, H_NOUTM, H_OHI, H_OI, H_OLO, H_OP, H_OX, H_PAR, H_PRI, H_RI, H_RP, H_RX, H_S, H_TSEL,
     H_WA0, H_WAL, H_WD, H_WF, H_WG, H_WH, H_WIC, H_WMS, H_WR, H_WSEL, H_WTMP, H_WU, H_WV0, H_XB, _u, _za, njit)
-from ...model.spatial_kernels import fxT_add, mx, rbi_apply
+from ...kernels.spatial import fxT_add, mx, rbi_apply
 
 @njit
 def _outputs(ip, fp, w, E, V, out):

@@ -8,7 +8,7 @@ import numpy as np
 from .layout import (H_CBODY, H_CHOFF, H_CK, H_CXB, H_FLOAT, H_GRP, H_I, H_NB, H_NC, H_NGRP, H_NH, H_NX,
     H_NPAIR, H_PAIR, H_PAR, H_WA, H_WA00, H_WD, H_WF, H_WIC, H_WK, H_WP, H_WPHI, H_WR, H_WRP, H_WTMP,
     H_WV0, H_XB, _OBS_A, _OBS_FP, _u, _za, njit)
-from ...model.spatial_kernels import fx, fxT_add, mx_inv, rbi_apply, rbi_xT_add, solve_rbi
+from ...kernels.spatial import fx, fxT_add, mx_inv, rbi_apply, rbi_xT_add, solve_rbi
 
 @njit
 def _backward_without_contacts(ip, fp, w, E):
