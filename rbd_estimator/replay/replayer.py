@@ -126,6 +126,7 @@ class Replayer:
         self.log = TickLog(self.joint_names, self.contact_names, flush, offset_names=self.offset_names) \
             if collect else None
         self._all_contacts = subset_label(self.contact_names)      # the subset of fixed contacts
+        self._results = None                                       # (rows logged, results()) once asked
 
     inputs = property(lambda self: self.session.inputs, doc="the session's input state")
     plans = property(lambda self: self.session.plans, doc="the session's plans")
@@ -369,16 +370,17 @@ class Replayer:
     def results(self) -> dict:
         """The estimates collected (``collect=True``, no ``flush``): ``times`` (log time, ns),
         ``stamps`` (header stamps, ns), ``tau`` (estimates × joints), ``wrenches`` (estimates ×
-        contacts × 6); every tick's row, with or without estimate, is in :attr:`log`."""
-        cols = self.log.columns()
-        ok = cols["estimated"]
-        return dict(times=cols["time_ns"][ok], stamps=cols["stamp_ns"][ok], tau=cols["tau"][ok],
-                    wrenches=cols["wrench"][ok], joint_names=self.joint_names, contact_names=self.contact_names)
+        contacts × 6); every tick's row, with or without estimate, is in :attr:`log`. Made once per
+        number of rows logged (the properties below read it)."""
+        if self._results is None or self._results[0] != self.log.rows:
+            cols = self.log.columns()
+            ok = cols["estimated"]
+            self._results = (self.log.rows, dict(
+                times=cols["time_ns"][ok], stamps=cols["stamp_ns"][ok], tau=cols["tau"][ok],
+                wrenches=cols["wrench"][ok], joint_names=self.joint_names, contact_names=self.contact_names))
+        return self._results[1]
 
     times = property(lambda self: self.results()["times"], doc="log times of the estimates (ns), as results()")
     stamps = property(lambda self: self.results()["stamps"], doc="header stamps of the estimates (ns)")
     tau = property(lambda self: self.results()["tau"], doc="joint torques of the estimates (estimates × joints)")
     wrenches = property(lambda self: self.results()["wrenches"], doc="contact wrenches (estimates × contacts × 6)")
-
-
-
