@@ -182,7 +182,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                     first = int(batch.time[0])
                 last = int(batch.time[-1])
                 n += len(batch)
-                for topic, m in rep.feed_batch(batch, topics, write_batch, write_one).items():
+                for topic, m in rep.feed_batch(batch, topics, write_batch, write_one, copy_inputs).items():
                     decode_errors[topic] = decode_errors.get(topic, 0) + m
                 if progress is not None:
                     progress(n, total)
