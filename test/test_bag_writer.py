@@ -126,3 +126,21 @@ def test_bad_input_is_refused(tmp_path):
     assert read_reference(tmp_path / "a") == [(TOPICS[1][0], T0, b"ok")]
     with pytest.raises(FileExistsError):
         McapBagWriter(tmp_path / "a")
+
+
+def test_without_mcap_rosbags_writes_the_mcap_bag(tmp_path, monkeypatch):
+    """Where the ``mcap`` package is missing, MCAP output goes through rosbags' ``Writer`` (zstd chunks),
+    the same messages."""
+    import sys
+    from rbd_estimator.replay.bag_writer import RosbagsBagWriter, open_writer
+    msgs = messages(3000, seed=5)
+    monkeypatch.setitem(sys.modules, "mcap.records", None)          # `import mcap.records` raises ImportError
+    w = open_writer(tmp_path / "bag", "mcap")
+    assert isinstance(w, RosbagsBagWriter)
+    ids = [w.add_connection(t, mt, TS.generate_msgdef(mt, ros_version=2)[0], TS.hash_rihs01(mt)) for t, mt in TOPICS]
+    w.write_batch(as_batch(msgs[:1000]), ids)
+    for k, t, raw in msgs[1000:]:
+        w.write(ids[k], t, raw)
+    w.close()
+    assert read_reference(tmp_path / "bag") == read_reference(write_bag(tmp_path / "ref" / "bag", MCAP_ZSTD, msgs))
+    assert {c.compression for c in mcap_chunks(tmp_path / "bag")} == {"zstd"}

@@ -81,8 +81,9 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     ``xml``: the URDF; None takes the ``robot_description`` parameter of ``config`` or, when empty,
     the recording's ``robot_description_topic``. ``storage``: ``mcap`` (default; zstd-compressed
     chunks with ``compress``) or ``sqlite3`` (default when ``output_path`` ends in ``.db3``).
-    ``copy_inputs=False`` writes the estimate topics only (not the input topics the estimate read:
-    about twice as fast, since writing through rosbags' public writer is the replay's main cost).
+    ``copy_inputs=False`` writes the estimate topics only (not the input topics the estimate read).
+    MCAP output is written a batch at a time (:mod:`~rbd_estimator.replay.bag_writer`), sqlite3 through
+    rosbags' ``Writer``.
     ``collect``: log every tick (``replayer.log``, :mod:`~rbd_estimator.replay.ticklog`), in chunks to
     ``flush(columns, joint_names, contact_names)`` when given. ``progress(done, total)`` is called
     now and then. Returns ``(summary, replayer)``; a truncated or

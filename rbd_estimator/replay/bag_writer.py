@@ -34,7 +34,7 @@ import numpy as np
 
 from ..jit import njit
 
-__all__ = ["McapBagWriter", "Sqlite3BagWriter", "open_writer", "CHUNK_SIZE", "ZSTD_LEVEL"]
+__all__ = ["McapBagWriter", "RosbagsBagWriter", "open_writer", "CHUNK_SIZE", "ZSTD_LEVEL"]
 
 CHUNK_SIZE = 1 << 20           # a chunk is closed once its records pass this size (bytes), as rosbags does
 ZSTD_LEVEL = -1
@@ -321,13 +321,17 @@ def _zstd():
     return zstd
 
 
-class Sqlite3BagWriter:
-    """:class:`McapBagWriter`'s interface over rosbags' ``Writer`` for sqlite3 storage (one
-    ``Writer.write`` per message, through :func:`~rbd_estimator.replay.bag_io.write_batch`)."""
+class RosbagsBagWriter:
+    """:class:`McapBagWriter`'s interface over rosbags' ``Writer`` (one ``Writer.write`` per message,
+    through :func:`~rbd_estimator.replay.bag_io.write_batch`): sqlite3 output, and MCAP output where
+    the ``mcap`` package is not installed (zstd chunks with ``compress``)."""
 
-    def __init__(self, path):
-        from rosbags.rosbag2 import StoragePlugin, Writer
-        self.writer = Writer(path, version=9, storage_plugin=StoragePlugin.SQLITE3)
+    def __init__(self, path, storage: str = "sqlite3", compress: bool = True):
+        from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
+        self.writer = Writer(path, version=9,
+                             storage_plugin=StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3)
+        if storage == "mcap" and compress:
+            self.writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
         self.writer.open()
 
     def add_connection(self, topic: str, msgtype: str, msgdef: str, rihs01: str, offered_qos_profiles=(),
@@ -351,6 +355,12 @@ class Sqlite3BagWriter:
 
 
 def open_writer(path, storage: str = "mcap", compress: bool = True):
-    """A new bag at ``path``: :class:`McapBagWriter` (``storage`` ``mcap``; zstd chunks with
-    ``compress``) or :class:`Sqlite3BagWriter` (``sqlite3``)."""
-    return McapBagWriter(path, compress) if storage == "mcap" else Sqlite3BagWriter(path)
+    """A new bag at ``path``: :class:`McapBagWriter` for ``storage`` ``mcap`` (zstd chunks with
+    ``compress``), :class:`RosbagsBagWriter` for ``sqlite3`` or when ``mcap`` is not installed."""
+    if storage == "mcap":
+        try:
+            import mcap.records  # noqa: F401 - the records McapBagWriter writes
+        except ImportError:
+            return RosbagsBagWriter(path, storage, compress)
+        return McapBagWriter(path, compress)
+    return RosbagsBagWriter(path, storage, compress)
