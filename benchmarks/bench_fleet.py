@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Fleet replay throughput (``rbd-estimator replay-fleet``; not a test).
 
-    python benchmarks/bench_fleet.py [--seconds 10] [--recordings 4] [--repeat 3] [--ray]
+    python benchmarks/bench_fleet.py [--seconds 10] [--recordings 4] [--repeat 3] [--ray] [--no-compress]
 
 Recordings: the shipped one (``test/data/demo_humanoid``: the demo humanoid at 1 kHz, IMU + six
 force-torque sensors + joint states, 8 messages per tick) repeated to ``--seconds`` (as
 ``bench_replay.py`` builds it), ``--recordings`` copies. Parameters: ``config/humanoid.yaml`` with
 the fault monitor off (the repeated recording jumps back every second; as in ``bench_replay.py``),
 once as shipped (``covariance: true``) and once with ``covariance: false``. Every task is the fleet's
-whole task: estimates-only bag (zstd MCAP), Parquet tick table, marker.
+whole task: estimates-only bag (zstd MCAP; uncompressed with ``--no-compress``, as ``replay-fleet
+--no-compress``), Parquet tick table, marker.
 
 Prints, medians of ``--repeat`` interleaved rounds:
 
@@ -66,11 +67,15 @@ def one_core(tasks) -> dict:
     return dict(wall=wall, cpu=cpu, recorded=rec, loop=loop, per_task=(wall - loop) / len(rows))
 
 
+#: the tasks' options (``--no-compress``: ``compress=False``)
+OPTIONS = {}
+
+
 def fleet(inputs, out, params, engine, workers=None) -> float:
     from rbd_estimator.fleet import run_fleet
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    rows = run_fleet(inputs, out, [params], engine=engine, workers=workers, progress=False, report=False)
+    rows = run_fleet(inputs, out, [params], engine=engine, workers=workers, progress=False, report=False, **OPTIONS)
     wall = time.perf_counter() - t0
     assert all(r["status"] == "done" for r in rows), rows
     return wall
@@ -115,7 +120,10 @@ def main(argv=None) -> int:
     ap.add_argument("--recordings", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ray", action="store_true", help="also measure --engine ray")
+    ap.add_argument("--no-compress", action="store_true", help="uncompressed estimate bags (replay-fleet --no-compress)")
     args = ap.parse_args(argv)
+    if args.no_compress:
+        OPTIONS.update(compress=False)
     from bench_replay import long_bag
     from rbd_estimator.fleet import make_tasks
     print(f"load average: {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs")
@@ -135,17 +143,17 @@ def main(argv=None) -> int:
                    "covariance: false": params_file(os.path.join(tmp, "mean.yaml"), fault_false_alarm_rate=0.0,
                                                     covariance=False)}
         print(f"{args.recordings} recordings of {args.seconds} s, the demo humanoid at 1 kHz (8 messages per tick); "
-              f"tasks: estimates-only bag (zstd MCAP) + Parquet table + marker")
+              f"tasks: estimates-only bag ({'uncompressed' if args.no_compress else 'zstd'} MCAP) + Parquet table + marker")
         res = {label: [] for label in configs}
         res_short = {label: [] for label in configs}
         for label, p in configs.items():          # warm-up: this process loads the compiled code once
-            one_core(make_tasks(recs[:1], os.path.join(tmp, f"warm{len(p)}"), {"": p})[0])
+            one_core(make_tasks(recs[:1], os.path.join(tmp, f"warm{len(p)}"), {"": p}, **OPTIONS)[0])
         for k in range(args.repeat):
             for label, p in configs.items():
                 for runs, inputs in ((res, recs), (res_short, shorts)):
                     out = os.path.join(tmp, f"one{k}")
                     shutil.rmtree(out, ignore_errors=True)
-                    tasks, _ = make_tasks(inputs, out, {"": p})
+                    tasks, _ = make_tasks(inputs, out, {"": p}, **OPTIONS)
                     runs[label].append(one_core(tasks))
         print("1. one core (tasks in turn in this process; per CPU second of this process, and per wall second):")
         for label, rs in res.items():
@@ -172,8 +180,8 @@ def main(argv=None) -> int:
                 spins[w].append(control(w))
                 walls[w].append(fleet(recs, os.path.join(tmp, "pool"), p, "local", w))
                 out = os.path.join(tmp, f"steady{k}{w}")
-                warm[w].append(steady(make_tasks(recs, out, {"": p})[0],
-                                      make_tasks(recs, out + "warm", {"": p})[0], w))
+                warm[w].append(steady(make_tasks(recs, out, {"": p}, **OPTIONS)[0],
+                                      make_tasks(recs, out + "warm", {"": p}, **OPTIONS)[0], w))
         total = args.recordings * args.seconds
         print(f"2. local engine, {total} s of recordings (shipped parameters):")
         for label, t in (("run_fleet, worker start included", walls), ("workers started and warm", warm),
