@@ -326,10 +326,10 @@ class Replayer:
         ``stamps`` (header stamps, ns), ``tau`` (estimates × joints), ``wrenches`` (estimates ×
         contacts × 6); every tick's row, with or without estimate, is in :attr:`log`. Made once per
         number of rows logged (the properties below read it)."""
-        if self._results is None or self._results[0] != self.log.rows:
+        if self._results is None or self._results[0] != self.log.count:
             cols = self.log.columns()
             ok = cols["estimated"]
-            self._results = (self.log.rows, dict(
+            self._results = (self.log.count, dict(
                 times=cols["time_ns"][ok], stamps=cols["stamp_ns"][ok], tau=cols["tau"][ok],
                 wrenches=cols["wrench"][ok], joint_names=self.joint_names, contact_names=self.contact_names))
         return self._results[1]
