@@ -13,8 +13,9 @@ The bag is what rosbags' ``Writer`` (version 9, MCAP storage) writes: a folder w
 ``metadata.yaml`` (rosbag2's ``rosbag2_bagfile_information``, the same keys and values, QoS profiles
 dumped by rosbags' own ``dump_qos_v9``) and ``<folder name>.mcap`` with the ``ros2`` profile:
 one schema per message type (``ros2msg``/``ros2idl``), one channel per connection with its
-``offered_qos_profiles``, chunks of about 1 MiB (with ``compress``, zstd at its fast level -1: on the
-humanoid's estimates 3 % larger than rosbags' level 3 at 2.5 times its speed), each followed by its message indexes,
+``offered_qos_profiles``, chunks of about 1 MiB (with ``compress``, zstd at its fast level -3: on the
+humanoid's estimates 7 % larger than rosbags' level 3 at 3.3 times its speed, the fleet's per-core
+budget; docs/fleet.md), each followed by its message indexes,
 the ``rosbag2`` metadata record, and a summary (schemas, channels, statistics, chunk indexes,
 metadata index, summary offsets). Like rosbags, it writes no CRC (0: "not computed"; a CRC-32 of
 the chunks would cost about 1 µs per 1 ms tick of the humanoid's estimates). Schemas and channels
@@ -37,7 +38,7 @@ from ..jit import njit
 __all__ = ["McapBagWriter", "RosbagsBagWriter", "open_writer", "CHUNK_SIZE", "ZSTD_LEVEL"]
 
 CHUNK_SIZE = 1 << 20           # a chunk is closed once its records pass this size (bytes), as rosbags does
-ZSTD_LEVEL = -1
+ZSTD_LEVEL = -3
 _MSG_HEAD = 31                 # opcode 1 + record length 8 + channel 2 + sequence 4 + two times 16
 _INDEX_HEAD = np.dtype([("op", "u1"), ("length", "<u8"), ("channel", "<u2"), ("size", "<u4")])   # 15 bytes
 
