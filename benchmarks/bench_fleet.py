@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
 """Fleet replay throughput (``rbd-estimator replay-fleet``; not a test).
 
-    python benchmarks/bench_fleet.py [--seconds 10] [--recordings 4] [--repeat 3] [--ray]
+    python benchmarks/bench_fleet.py [--seconds 10] [--recordings 4] [--repeat 3] [--ray] [--no-compress]
 
 Recordings: the shipped one (``test/data/demo_humanoid``: the demo humanoid at 1 kHz, IMU + six
 force-torque sensors + joint states, 8 messages per tick) repeated to ``--seconds`` (as
 ``bench_replay.py`` builds it), ``--recordings`` copies. Parameters: ``config/humanoid.yaml`` with
 the fault monitor off (the repeated recording jumps back every second; as in ``bench_replay.py``),
 once as shipped (``covariance: true``) and once with ``covariance: false``. Every task is the fleet's
-whole task: estimates-only bag (zstd MCAP), Parquet tick table, marker.
+whole task: estimates-only bag (zstd MCAP; uncompressed with ``--no-compress``, as ``replay-fleet
+--no-compress``), Parquet tick table, marker.
 
 Prints, medians of ``--repeat`` interleaved rounds:
 
 1. per core: one worker in this process (no pool), recorded seconds per CPU second of the process
    (what a task costs a core, whatever share of the machine other jobs take) and per wall second,
    the replay loop's own speed (wall) and the rest of a task (reading the description, planning,
-   opening the bags, the table's last row group, flushing, the marker);
+   opening the bags, the table's last row group, flushing, the marker); and the CPU split into a
+   cost per recorded second (what long recordings approach) and a cost per task, from the same
+   tasks on 1 s copies of the recording;
 2. scaling: the local engine with 1 and 2 worker processes over the recordings (wall time of the
    whole run, pool start included; and on a pool already started and warm), and the ratio, next to
    the ratio of a pure-Python loop on the same pool sizes (the control: on a machine shared with
@@ -64,11 +67,15 @@ def one_core(tasks) -> dict:
     return dict(wall=wall, cpu=cpu, recorded=rec, loop=loop, per_task=(wall - loop) / len(rows))
 
 
+#: the tasks' options (``--no-compress``: ``compress=False``)
+OPTIONS = {}
+
+
 def fleet(inputs, out, params, engine, workers=None) -> float:
     from rbd_estimator.fleet import run_fleet
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    rows = run_fleet(inputs, out, [params], engine=engine, workers=workers, progress=False, report=False)
+    rows = run_fleet(inputs, out, [params], engine=engine, workers=workers, progress=False, report=False, **OPTIONS)
     wall = time.perf_counter() - t0
     assert all(r["status"] == "done" for r in rows), rows
     return wall
@@ -113,7 +120,10 @@ def main(argv=None) -> int:
     ap.add_argument("--recordings", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ray", action="store_true", help="also measure --engine ray")
+    ap.add_argument("--no-compress", action="store_true", help="uncompressed estimate bags (replay-fleet --no-compress)")
     args = ap.parse_args(argv)
+    if args.no_compress:
+        OPTIONS.update(compress=False)
     from bench_replay import long_bag
     from rbd_estimator.fleet import make_tasks
     print(f"load average: {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs")
@@ -124,20 +134,27 @@ def main(argv=None) -> int:
         for k in range(1, args.recordings):
             shutil.copytree(os.path.join(src, "r0"), os.path.join(src, f"r{k}"))
         recs = sorted(os.path.join(src, f) for f in os.listdir(src))
+        short = os.path.join(tmp, "short")             # 1 s copies: the fixed cost of a task (split below)
+        long_bag(os.path.join(short, "s0"), 1)
+        for k in range(1, args.recordings):
+            shutil.copytree(os.path.join(short, "s0"), os.path.join(short, f"s{k}"))
+        shorts = sorted(os.path.join(short, f) for f in os.listdir(short))
         configs = {"covariance: true (shipped)": params_file(os.path.join(tmp, "cov.yaml"), fault_false_alarm_rate=0.0),
                    "covariance: false": params_file(os.path.join(tmp, "mean.yaml"), fault_false_alarm_rate=0.0,
                                                     covariance=False)}
         print(f"{args.recordings} recordings of {args.seconds} s, the demo humanoid at 1 kHz (8 messages per tick); "
-              f"tasks: estimates-only bag (zstd MCAP) + Parquet table + marker")
+              f"tasks: estimates-only bag ({'uncompressed' if args.no_compress else 'zstd'} MCAP) + Parquet table + marker")
         res = {label: [] for label in configs}
+        res_short = {label: [] for label in configs}
         for label, p in configs.items():          # warm-up: this process loads the compiled code once
-            one_core(make_tasks(recs[:1], os.path.join(tmp, f"warm{len(p)}"), {"": p})[0])
+            one_core(make_tasks(recs[:1], os.path.join(tmp, f"warm{len(p)}"), {"": p}, **OPTIONS)[0])
         for k in range(args.repeat):
             for label, p in configs.items():
-                out = os.path.join(tmp, f"one{k}")
-                shutil.rmtree(out, ignore_errors=True)
-                tasks, _ = make_tasks(recs, out, {"": p})
-                res[label].append(one_core(tasks))
+                for runs, inputs in ((res, recs), (res_short, shorts)):
+                    out = os.path.join(tmp, f"one{k}")
+                    shutil.rmtree(out, ignore_errors=True)
+                    tasks, _ = make_tasks(inputs, out, {"": p}, **OPTIONS)
+                    runs[label].append(one_core(tasks))
         print("1. one core (tasks in turn in this process; per CPU second of this process, and per wall second):")
         for label, rs in res.items():
             speed = np.median([r["recorded"] / r["cpu"] for r in rs])
@@ -146,6 +163,14 @@ def main(argv=None) -> int:
             per_task = np.median([r["per_task"] for r in rs])
             print(f"   {label:<28} {speed:5.1f}x real time per CPU second ({1e3 / speed:.0f} µs per 1 ms tick); "
                   f"wall: {wall:5.1f}x, the replay loop alone {loop:5.1f}x, {per_task:.2f} s per task besides the loop")
+        print(f"   split (CPU seconds of {args.seconds} s and of 1 s recordings): the cost per recorded second, what a "
+              f"long recording approaches, and per task")
+        for label in configs:
+            c_long = np.median([r["cpu"] for r in res[label]]) / args.recordings
+            c_short = np.median([r["cpu"] for r in res_short[label]]) / args.recordings
+            per_s = (c_long - c_short) / (args.seconds - 1)
+            print(f"   {label:<28} {1e3 * per_s:5.1f} ms per recorded second ({1 / per_s:5.1f}x real time), "
+                  f"{1e3 * (c_short - per_s):4.0f} ms per task")
         p = configs["covariance: true (shipped)"]
         cold = fleet(recs[:1], os.path.join(tmp, "cold"), p, "local", 1) - res[next(iter(res))][0]["wall"] / len(recs)
         print(f"   a worker process's start (spawn, imports, compiled-code cache; once per worker): {cold:.1f} s")
@@ -155,8 +180,8 @@ def main(argv=None) -> int:
                 spins[w].append(control(w))
                 walls[w].append(fleet(recs, os.path.join(tmp, "pool"), p, "local", w))
                 out = os.path.join(tmp, f"steady{k}{w}")
-                warm[w].append(steady(make_tasks(recs, out, {"": p})[0],
-                                      make_tasks(recs, out + "warm", {"": p})[0], w))
+                warm[w].append(steady(make_tasks(recs, out, {"": p}, **OPTIONS)[0],
+                                      make_tasks(recs, out + "warm", {"": p}, **OPTIONS)[0], w))
         total = args.recordings * args.seconds
         print(f"2. local engine, {total} s of recordings (shipped parameters):")
         for label, t in (("run_fleet, worker start included", walls), ("workers started and warm", warm),

@@ -424,7 +424,8 @@ def test_write_errors_as_rosbags(tmp_path):
         write_batch(Writer(tmp_path / "c", version=9), conns, as_batch([(0, T0, b"")]))
 
 
-BAG_MODULES = ("replay/bag_io.py", "replay/mcap_salvage.py", "runtime/batch.py", "replay/replayer.py", "replay/bag.py")
+BAG_MODULES = ("replay/bag_io.py", "replay/mcap_salvage.py", "runtime/batch.py", "replay/replayer.py", "replay/bag.py",
+               "replay/bag_writer.py")
 
 
 def test_no_private_attribute_of_another_library():

@@ -80,15 +80,27 @@ def recordings(tmp_path_factory):
     mcap = next(os.path.join(paths[CORRUPT], f) for f in os.listdir(paths[CORRUPT]) if f.endswith(".mcap"))
     with open(mcap, "r+b") as fh:                              # cut short at 60 %: truncated
         fh.truncate(int(os.path.getsize(mcap) * 0.6))
-    oracle = {}
-    for name, path in paths.items():
-        if name == DELETED:
-            continue
-        out = str(base / "single" / name)
-        rc = cli.main(["replay", path, out, "--params", params[name.split("/")[0]], "--estimates-only", "-q"])
-        assert rc == (1 if name == CORRUPT else 0)
-        oracle[name] = out
+    oracle = {name: str(base / "single" / name) for name in paths if name != DELETED}
+    rcs = _single_replays([["replay", paths[name], out, "--params", params[name.split("/")[0]], "--estimates-only",
+                            "-q"] for name, out in oracle.items()])
+    assert rcs == [1 if name == CORRUPT else 0 for name in oracle]
     return dict(base=base, paths=paths, params=params, oracle=oracle)
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p]))
+
+
+def _single_replays(jobs) -> list:
+    """``rbd-estimator replay`` for each argument list of ``jobs``, in one process of their own (which, like
+    the fleet's workers, loads the kernels from the cache :func:`_warm_cache` filled, whatever this process
+    compiled for earlier tests); their exit statuses."""
+    code = ("import json, sys\nfrom rbd_estimator import cli\n"
+            "print(json.dumps([cli.main(a) for a in json.loads(sys.argv[1])]))")
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(jobs)], env=_env(), check=True, capture_output=True,
+                          text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _warm_cache(base, params) -> None:
@@ -97,12 +109,10 @@ def _warm_cache(base, params) -> None:
     (the first run after a source change: its stamp hashes every source file) this process and each
     worker would compile the kernels apart, and code compiled apart can differ in the last bits of
     its results (fastmath reassociation: ~1e-14 N·m), which a bit-for-bit comparison would see."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(
-        os.pathsep) if p]))
     for k, p in enumerate(params):
         subprocess.run([sys.executable, "-m", "rbd_estimator.cli", "replay", os.path.join(ROOT, "test", "data",
                         "demo_humanoid"), str(base / f"warm{k}"), "--params", p, "--estimates-only", "-q"],
-                       env=env, check=True, capture_output=True)
+                       env=_env(), check=True, capture_output=True)
 
 
 def _messages(bag: str) -> list:

@@ -103,6 +103,20 @@ def test_replay_matches_ground_truth_to_the_demos_accuracy(replayed):
     assert wrenches["l_foot"][res["stamps"][0]][0] == "l_sole"
 
 
+def test_results_are_made_once_per_number_of_rows(tmp_path):
+    """``Replayer.results()`` (and ``times``/``stamps``/``tau``/``wrenches``, which read it) is made from
+    the tick log once, not on every access (loops over ``rep.tau[i]`` were quadratic), and made again
+    when rows were logged since."""
+    summary, rep = replay_bag(BAG, str(tmp_path / "out"), load_config(PARAMS), collect=True, copy_inputs=False)
+    res = rep.results()
+    assert rep.results() is res and rep.tau is res["tau"] and rep.times is res["times"]
+    assert len(rep.tau) == summary.estimates and rep.wrenches.shape == (summary.estimates, 2, 6)
+    rep.log.add_tick(int(rep.times[-1]) + 1, int(rep.stamps[-1]) + 1, None, "test row", [True, True], "l_foot+r_foot",
+                     (), ())
+    assert rep.results() is not res and np.array_equal(rep.tau, res["tau"])      # the new row has no estimate
+    assert rep.log.columns()["reason"][-1] == "test row"
+
+
 def test_output_bag_has_input_and_estimate_topics(replayed):
     out, summary, _ = replayed
     with Reader(out) as r:

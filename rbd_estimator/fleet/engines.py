@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 
-from .tasks import partials, run_task
+from .tasks import failed_row, partials, run_task
 
 
 def _died(task, why: str) -> dict:
-    return dict(recording=task.name, input=os.path.abspath(task.input), robot=task.robot, status="failed",
-                reason=f"worker died: {why}")
+    return failed_row(task.name, task.input, task.robot, f"worker died: {why}")
 
 
 def run_local(tasks, on_row, workers: int | None = None, max_retries: int = 3) -> None:

@@ -9,7 +9,7 @@ import uuid
 
 from . import engines
 from .inputs import FleetError, find_recordings, make_tasks, mapping, names
-from .tasks import PARTIAL
+from .tasks import PARTIAL, failed_row
 
 
 class FleetProgress:
@@ -55,8 +55,7 @@ def run_fleet(inputs, output: str, params, robot_descriptions=None, engine: str 
         raise FleetError("no recording found in " + ", ".join(inputs))
     os.makedirs(out, exist_ok=True)
     tasks, unassigned = make_tasks(recordings, out, params, descriptions, run=uuid.uuid4().hex, **options)
-    rows = {name: dict(recording=name, input=os.path.abspath(rec), robot="", status="failed", reason=why)
-            for rec, name, why in unassigned}
+    rows = {name: failed_row(name, rec, "", why) for rec, name, why in unassigned}
     show = FleetProgress(len(recordings)) if progress else None
 
     def arrived(row):

@@ -83,8 +83,8 @@ def run_task(task: Task) -> dict:
         row = _replay(task, tmp)
     except Exception as exc:  # noqa: BLE001 - any failure is this recording's: report it, the fleet goes on
         shutil.rmtree(tmp, ignore_errors=True)
-        return _row(task, status="failed", reason=f"{type(exc).__name__}: {exc}", attempts=1 + stale,
-                    wall_s=time.perf_counter() - t0)
+        return failed_row(task.name, task.input, task.robot or "default", f"{type(exc).__name__}: {exc}",
+                          model="", attempts=1 + stale, wall_s=time.perf_counter() - t0)
     row.update(attempts=1 + stale, wall_s=time.perf_counter() - t0, run=task.run)
     os.makedirs(os.path.dirname(task.folder) or ".", exist_ok=True)
     os.rename(tmp, task.folder)                                   # the outputs, in place at once
@@ -123,8 +123,17 @@ def _replay(task: Task, tmp: str) -> dict:
 
 def _row(task: Task, model: str = "", **values) -> dict:
     """A summary row; the robot is the ``--params ROBOT=`` name, else the robot model's name."""
-    return dict(recording=task.name, input=os.path.abspath(task.input), robot=task.robot or model or "default",
-                model=model, **values)
+    return row(task.name, task.input, task.robot or model or "default", model=model, **values)
+
+
+def row(name: str, input: str, robot: str, **values) -> dict:
+    """The summary row of the recording ``input`` (output folder ``name``) of ``robot``."""
+    return dict(recording=name, input=os.path.abspath(input), robot=robot, **values)
+
+
+def failed_row(name: str, input: str, robot: str, reason: str, **values) -> dict:
+    """The summary row of a recording that has no outputs (``status: failed``), and why."""
+    return row(name, input, robot, status="failed", reason=reason, **values)
 
 
 def partials(task: Task) -> list:

@@ -10,9 +10,10 @@ missing sensors, estimate) the live node uses, and writes the input topics plus 
 (``<namespace>/<node>/joint_torques``, ``<namespace>/<node>/contact_wrenches/<contact>``) to a new
 bag, and, when contacts are switchable, the contact state of every tick
 (``<namespace>/<node>/contact_state``, as the node publishes it; with fixed contacts the node's
-contact state is the same every tick, all in contact, and is not written). Reading and writing go
-through the public APIs of the ``rosbags`` package (and of the ``mcap`` package, which reads MCAP
-recordings chunk by chunk: :mod:`rbd_estimator.replay.bag_io`): no ROS installation is needed.
+contact state is the same every tick, all in contact, and is not written). Reading goes through the
+public APIs of the ``rosbags`` package (and of the ``mcap`` package, which reads MCAP recordings chunk
+by chunk: :mod:`rbd_estimator.replay.bag_io`); MCAP output is written a batch at a time with ``mcap``'s
+records (:mod:`rbd_estimator.replay.bag_writer`), sqlite3 output by rosbags: no ROS installation is needed.
 
 Time: the node's clock ("now", against which freshness is measured) is the time the recorder
 received each message (the bag's log time), as the live node uses the middleware's receipt time.

@@ -10,6 +10,7 @@ from ..estimation import SensorConfig
 from . import bag_io
 from ..runtime import cdr
 from ..runtime.params import NODE_KEYS, NodeSettings
+from .bag_writer import open_writer
 from .replayer import ReplayError, ReplaySummary, Replayer, resolve
 
 STORAGES = ("mcap", "sqlite3")
@@ -80,15 +81,15 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     ``xml``: the URDF; None takes the ``robot_description`` parameter of ``config`` or, when empty,
     the recording's ``robot_description_topic``. ``storage``: ``mcap`` (default; zstd-compressed
     chunks with ``compress``) or ``sqlite3`` (default when ``output_path`` ends in ``.db3``).
-    ``copy_inputs=False`` writes the estimate topics only (not the input topics the estimate read:
-    about twice as fast, since writing through rosbags' public writer is the replay's main cost).
+    ``copy_inputs=False`` writes the estimate topics only (not the input topics the estimate read).
+    MCAP output is written a batch at a time (:mod:`~rbd_estimator.replay.bag_writer`), sqlite3 through
+    rosbags' ``Writer``.
     ``collect``: log every tick (``replayer.log``, :mod:`~rbd_estimator.replay.ticklog`), in chunks to
     ``flush(columns, joint_names, contact_names)`` when given. ``progress(done, total)`` is called
     now and then. Returns ``(summary, replayer)``; a truncated or
     corrupt recording sets ``summary.error`` (the output holds what was replayed and is a valid bag).
     Raises :class:`ReplayError` when the replay cannot start.
     """
-    from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 
     t_start = time.perf_counter()
@@ -134,11 +135,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                 raise ReplayError(f"topic '{c.topic}' has type {c.msgtype} in the bag; the estimator reads "
                                   f"{wanted[c.topic].message} there")
         ts = get_typestore(Stores.ROS2_JAZZY)
-        writer = Writer(output_path, version=9,
-                        storage_plugin=StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3)
-        if storage == "mcap" and compress:
-            writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
-        writer.open()
+        writer = open_writer(output_path, storage, compress)
     except BaseException:
         reader.close()
         raise
@@ -150,13 +147,13 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
             if key in out_conn or not copy_inputs:
                 continue
             md = c.msgdef.data if getattr(c, "msgdef", None) is not None else ""
-            if md and c.digest:
-                out_conn[key] = writer.add_connection(c.topic, c.msgtype, msgdef=md, rihs01=c.digest,
-                                                      offered_qos_profiles=c.ext.offered_qos_profiles)
-            else:
-                out_conn[key] = writer.add_connection(c.topic, c.msgtype, typestore=ts,
-                                                      offered_qos_profiles=c.ext.offered_qos_profiles)
-        est_conns = [writer.add_connection(t, msgtype, typestore=ts) for t, msgtype in rep.outputs]
+            digest = c.digest
+            if not (md and digest):                          # the bag holds no definition: rosbags' own
+                md, digest = ts.generate_msgdef(c.msgtype, ros_version=2)[0], ts.hash_rihs01(c.msgtype)
+            out_conn[key] = writer.add_connection(c.topic, c.msgtype, md, digest,
+                                                  offered_qos_profiles=c.ext.offered_qos_profiles)
+        est_conns = [writer.add_connection(t, msgtype, ts.generate_msgdef(msgtype, ros_version=2)[0],
+                                           ts.hash_rihs01(msgtype)) for t, msgtype in rep.outputs]
         out_conns = [out_conn.get((c.topic, c.msgtype)) for c in copy] + est_conns
         topics = [c.topic for c in copy]
         counter = [0]
@@ -166,7 +163,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
         def write_batch(b):
             if first_written:
                 b = b.select(b.conn >= first_written)
-            bag_io.write_batch(writer, out_conns, b)
+            writer.write_batch(b, out_conns)
             counter[0] += len(b)
 
         def write_one(c, t, data):
@@ -186,7 +183,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                     first = int(batch.time[0])
                 last = int(batch.time[-1])
                 n += len(batch)
-                for topic, m in rep.feed_batch(batch, topics, write_batch, write_one).items():
+                for topic, m in rep.feed_batch(batch, topics, write_batch, write_one, copy_inputs).items():
                     decode_errors[topic] = decode_errors.get(topic, 0) + m
                 if progress is not None:
                     progress(n, total)

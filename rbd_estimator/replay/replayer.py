@@ -11,6 +11,7 @@ from ..estimation.contacts import subset_label
 from ..runtime.input_core import CDR_ERROR
 from ..runtime.offsets import OFFSETS_TOPIC
 from ..runtime.session import FAULTS_TOPIC, VARIANCE_TOPIC, Session
+from .segments import COV, TAU, WRENCH, EstimateSegments
 from .ticklog import TickLog
 
 
@@ -113,9 +114,12 @@ class Replayer:
         types = {o.topic: o.message for o in s.outputs()}
         #: ``[(resolved topic, ROS type)]`` of the output connections, in their order after the inputs'
         self.outputs = [(r(t), types[t]) for t in outputs]
-        # the output encoders (templates: stamp and values set per estimate, in batches here)
-        self._templates = [s.torque_encoder, *s.wrench_encoders] + [s.variance_encoder] * len(variance) \
-            + list(s.covariance_encoders)
+        # the estimate messages of the compiled loop: the output templates, where their values come from
+        nj = len(self.joint_names)
+        self._segments = EstimateSegments(
+            [(s.torque_encoder, TAU, 0)] + [(e, WRENCH, 6 * c) for c, e in enumerate(s.wrench_encoders)]
+            + [(s.variance_encoder, COV, 0)] * len(variance)
+            + [(e, COV, nj + 36 * c) for c, e in enumerate(s.covariance_encoders)])
         self.tick_on_js = s.tick_on_js
         self.period_ns = int(round(1e9 / s.settings.rate_hz))
         self._next_timer = None
@@ -126,6 +130,7 @@ class Replayer:
         self.log = TickLog(self.joint_names, self.contact_names, flush, offset_names=self.offset_names) \
             if collect else None
         self._all_contacts = subset_label(self.contact_names)      # the subset of fixed contacts
+        self._results = None                                       # (rows logged, results()) once asked
 
     inputs = property(lambda self: self.session.inputs, doc="the session's input state")
     plans = property(lambda self: self.session.plans, doc="the session's plans")
@@ -215,13 +220,14 @@ class Replayer:
         return 0 if h is None else self._collecting(now, lambda: h.handler(raw, now))
 
     # ------------------------------------------------------------------ batches (the fast path)
-    def feed_batch(self, batch, topics, write_batch, write_one) -> dict:
+    def feed_batch(self, batch, topics, write_batch, write_one, copy_inputs: bool = True) -> dict:
         """The messages of ``batch`` (:class:`~rbd_estimator.replay.bag_io.RawBatch`; ``topics[c]`` the
         resolved topic of connection index ``c``) in order, each as :meth:`feed` takes it, with the
         output in order: every input message, each followed by the estimates it triggered
         (connection indices ``len(topics)`` for the joint torques, then one per contact), through
-        ``write_batch(RawBatch)`` or ``write_one(connection index, log time, bytes)``. The steady
-        state runs in :func:`rbd_estimator.runtime.batch.run`, whatever else through :meth:`feed`.
+        ``write_batch(RawBatch)`` or ``write_one(connection index, log time, bytes)`` (the batches hold
+        no input message unless ``copy_inputs``). The steady state runs in
+        :func:`rbd_estimator.runtime.batch.run`, whatever else through :meth:`feed`.
         Returns ``{topic: messages that did not decode}``."""
         from ..runtime import batch as fast
         n_in = len(topics)
@@ -239,7 +245,9 @@ class Replayer:
             if k:
                 self.core.plan_in_use = self.plans.main
             taken = i_stop if code == fast.TICK_PENDING else i_stop - 1     # messages taken in by run
-            write_batch(self._segment(batch, n_in, i, min(taken, n - 1), res, k))
+            tau, w, cov, _, times, stamps, msg = (x[:k] for x in res)
+            write_batch(self._segments.segment(batch, n_in, i, min(taken, n - 1), tau, w, cov, times, stamps, msg,
+                                               copy_inputs))
             self._collect_rows(res, k)
             if code == fast.TICK_PENDING:
                 self._tick(int(batch.time[i_stop]), self.inputs.joint_states.stamp_ns)
@@ -299,59 +307,6 @@ class Replayer:
         return (np.zeros((m, nj)), np.zeros((m, 6 * nc)), np.zeros((m, ncov)), np.zeros((m, 2)), np.zeros(m, np.int64),
                 np.zeros(m, np.int64), np.zeros(m, np.int64))
 
-    def _segment(self, batch, n_in: int, a: int, b: int, res, nt: int):
-        """Input messages ``a…b`` of ``batch`` interleaved with the ``nt`` estimates in ``res`` (each
-        set right after the joint state that triggered it), as one batch."""
-        from .bag_io import RawBatch
-        tau, w, cov, _, times, stamps, msg = (x[:nt] for x in res)
-        per = len(self._templates)
-        src_start, src_len = batch.start[a:b + 1], batch.length[a:b + 1]
-        d0 = int(src_start.min()) if b >= a else 0
-        d1 = int((src_start + src_len).max()) if b >= a else 0
-        est = self._encode(tau, w, cov, stamps)                           # per payload kind: (nt, bytes)
-        lengths = np.array([e.shape[1] for e in est], np.int64)
-        est_start = (d1 - d0) + np.concatenate(([0], np.cumsum(lengths * nt)[:-1]))
-        # order: input i after the estimates of the ticks of earlier messages; tick t's after its message
-        pos_in = np.arange(b - a + 1) + per * np.searchsorted(msg, np.arange(a, b + 1), side="left")
-        pos_est = (msg[:, None] - a + 1) + per * np.arange(nt)[:, None] + np.arange(per)[None, :]
-        m = b - a + 1 + nt * per
-        conn, time = np.empty(m, np.int32), np.empty(m, np.int64)
-        start, length = np.empty(m, np.int64), np.empty(m, np.int64)
-        conn[pos_in], time[pos_in] = batch.conn[a:b + 1], batch.time[a:b + 1]
-        start[pos_in], length[pos_in] = src_start - d0, src_len
-        conn[pos_est] = n_in + np.arange(per, dtype=np.int32)[None, :]
-        time[pos_est] = times[:, None]
-        start[pos_est] = est_start[None, :] + np.arange(nt)[:, None] * lengths[None, :]
-        length[pos_est] = lengths[None, :]
-        data = np.concatenate([batch.data[d0:d1]] + [e.ravel() for e in est])
-        return RawBatch(conn, time, data, start, length)
-
-    def _encode(self, tau, w, cov, stamps):
-        """The output messages of ``len(stamps)`` estimates, serialized as the node publishes them
-        (:mod:`~rbd_estimator.runtime.cdr` templates with the stamp and the values set): one
-        ``(ticks, bytes)`` array for the joint torques, then one per contact, then the torque
-        variances and one covariance per contact when they are published."""
-        nt = len(stamps)
-        sec, nsec = np.divmod(stamps, 1_000_000_000)
-        stamp = np.empty((nt, 2), "<i4")
-        stamp[:, 0] = sec
-        stamp[:, 1] = nsec.astype("<u4").view("<i4")
-        out = []
-        nj, nc = tau.shape[1], len(self.contact_names)
-        values = [tau] + [w[:, 6 * c:6 * c + 6] for c in range(nc)]
-        if self.variance_topic is not None:
-            values.append(cov[:, :nj])
-        values += [cov[:, nj + 36 * c:nj + 36 * c + 36] for c in range(len(self.covariance_topics))]
-        for enc, v in zip(self._templates, values):
-            e = np.empty((nt, len(enc.buf)), np.uint8)
-            e[:] = np.frombuffer(enc.buf, np.uint8)
-            if enc.stamp_offset >= 0:
-                e[:, enc.stamp_offset:enc.stamp_offset + 8] = stamp.view(np.uint8)
-            o = enc.offsets[0]
-            e[:, o:o + 8 * v.shape[1]] = np.ascontiguousarray(v, "<f8").view(np.uint8).reshape(nt, 8 * v.shape[1])
-            out.append(e)
-        return out
-
     def _collect_rows(self, res, nt: int) -> None:
         if self.log is None or not nt:
             return
@@ -368,16 +323,17 @@ class Replayer:
     def results(self) -> dict:
         """The estimates collected (``collect=True``, no ``flush``): ``times`` (log time, ns),
         ``stamps`` (header stamps, ns), ``tau`` (estimates × joints), ``wrenches`` (estimates ×
-        contacts × 6); every tick's row, with or without estimate, is in :attr:`log`."""
-        cols = self.log.columns()
-        ok = cols["estimated"]
-        return dict(times=cols["time_ns"][ok], stamps=cols["stamp_ns"][ok], tau=cols["tau"][ok],
-                    wrenches=cols["wrench"][ok], joint_names=self.joint_names, contact_names=self.contact_names)
+        contacts × 6); every tick's row, with or without estimate, is in :attr:`log`. Made once per
+        number of rows logged (the properties below read it)."""
+        if self._results is None or self._results[0] != self.log.count:
+            cols = self.log.columns()
+            ok = cols["estimated"]
+            self._results = (self.log.count, dict(
+                times=cols["time_ns"][ok], stamps=cols["stamp_ns"][ok], tau=cols["tau"][ok],
+                wrenches=cols["wrench"][ok], joint_names=self.joint_names, contact_names=self.contact_names))
+        return self._results[1]
 
     times = property(lambda self: self.results()["times"], doc="log times of the estimates (ns), as results()")
     stamps = property(lambda self: self.results()["stamps"], doc="header stamps of the estimates (ns)")
     tau = property(lambda self: self.results()["tau"], doc="joint torques of the estimates (estimates × joints)")
     wrenches = property(lambda self: self.results()["wrenches"], doc="contact wrenches (estimates × contacts × 6)")
-
-
-

@@ -56,6 +56,11 @@ class TickLog:
         self._n_pending = 0
         self.rows = 0
 
+    @property
+    def count(self) -> int:
+        """The rows logged so far (:attr:`rows`: those already made a column dict)."""
+        return self.rows + len(self._rows)
+
     # ------------------------------------------------------------------ adding rows
     def add_block(self, time_ns, stamp_ns, tau, wrench, cov, info, dof: int, subset: str) -> None:
         """``n`` estimates of the compiled loop (main plan, every contact in contact, nothing
