@@ -541,6 +541,22 @@ def test_end_to_end_humanoid_matches_truth(ros, humanoid):
         assert int(v["joint_states/received"]) == n and v["l_foot_ft_sensor/fresh"] in ("true", "false")
 
 
+def test_cross_check_with_measured_accelerations_uses_the_estimated_ones(ros, humanoid):
+    """``joint_acceleration_stddev_from_filter``: the estimate corrects the filter's q̈, and the
+    pinocchio cross-check compares at the estimate's q̈ (``Estimate.joint_acceleration``): its residual
+    stays at round-off although the filtered q̈ differs from the estimate's."""
+    xml, est = humanoid
+    ns = unique_ns("e2e_kf")
+    params = params_from_yaml(HUMANOID_YAML, xml, oracle_every_n=5, prepare_fallbacks=False,
+                              acceleration_filter="kalman", joint_acceleration_stddev_from_filter=True)
+    with running(ros, params, ns, Trajectory(est, seed=1)) as sim:
+        for k in range(40):
+            sim.step(k, expect_output=False)
+        lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: int(v["oracle_checks"]) >= 5)
+        assert float(v["oracle_residual"]) < 1e-6 and float(v["oracle_base_residual"]) < 1e-6, v
+        assert sim.all_finite()
+
+
 def test_end_to_end_load_cells_and_slippery_feet(ros):
     xml = read(HUMANOID)
     est = estimator_for(xml, SensorConfig.from_yaml(LOADCELL_YAML))

@@ -369,3 +369,29 @@ def test_the_session_reports_the_ill_conditioned_stance_in_diagnostics():
     level, message, values = rep.session.diagnostics(t0 + 5_000_000)
     assert values["condition_last"] < values["condition_warn_below"] and level >= 1
     assert "ill-conditioned" in message
+
+
+@pytest.mark.parametrize("solver", ["structured", "generic"])
+def test_the_estimated_joint_accelerations_are_what_the_estimate_satisfies(solver):
+    """Measured (noisy) q̈: ``Estimate.joint_acceleration`` is the q̈ the estimated torques, contact
+    wrenches and base acceleration satisfy — pinocchio's RNEA at it reproduces τ with a zero base
+    wrench (the node's cross-check uses it), while at the noisy input q̈ it does not."""
+    from rbd_estimator.runtime.oracle import PinocchioOracle
+    xml, cfg, est = _setup("talos", ACC_STDDEV, solver)
+    assert est.report.solver == solver and est.layout.measured_acceleration
+    oracle = PinocchioOracle(xml, cfg.floating_base, est.joint_names, est.contact_frames, cfg.imu.frame)
+    gt = GroundTruth(xml, est)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        inputs, _ = gt.sample(rng)
+        noisy = _noisy(inputs, cfg, rng, ACC_STDDEV)
+        r = est.estimate(**noisy)
+        ddq = r.joint_acceleration(noisy["ddq"])
+        scale = max(1.0, np.abs(r.tau).max(), np.abs(r.contact_wrenches).max())
+        joint, base = oracle.check(noisy["q"], noisy["dq"], ddq, noisy["imu"], r.base_acceleration,
+                                   r.contact_wrenches, r.tau)
+        assert joint <= 1e-9 * scale and base <= 1e-9 * scale, (joint, base)
+        joint_in, _ = oracle.check(noisy["q"], noisy["dq"], noisy["ddq"], noisy["imu"], r.base_acceleration,
+                                   r.contact_wrenches, r.tau)
+        assert joint_in > 1e-3 * scale, joint_in
+        assert 0.0 < np.abs(ddq - noisy["ddq"]).max() < 10 * ACC_STDDEV

@@ -65,6 +65,10 @@ class SwitchingEstimate:
     def base_acceleration(self) -> np.ndarray:
         return self.subset.base_acceleration
 
+    def joint_acceleration(self, ddq: np.ndarray) -> np.ndarray:
+        """The subset's :meth:`~.estimate.Estimate.joint_acceleration`."""
+        return self.subset.joint_acceleration(ddq)
+
     chi2 = property(lambda self: self.subset.chi2, doc="the subset's whitened residual's squared norm")
     dof = property(lambda self: self.subset.dof, doc="its degrees of freedom")
     condition = property(lambda self: self.subset.condition, doc="the subset's condition estimate")

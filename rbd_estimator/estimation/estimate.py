@@ -76,6 +76,18 @@ class Estimate:
         determine at this state (its variance shows which)."""
         return float(self._est.data.info[2])
 
+    def joint_acceleration(self, ddq: np.ndarray) -> np.ndarray:
+        """The joint accelerations (rad/s², m/s², ``estimator.joint_names`` order) this estimate is
+        consistent with, given the ``ddq`` it was computed from: ``ddq`` itself when they are exact
+        inputs; when they are measured (``joint_acceleration_stddev`` σ_a > 0) the estimated
+        ``q̈ = q̈ᵐ + σ_a e_a``, ``e_a`` the whitened residuals of the acceleration rows (the last
+        ``n_joints`` residuals; none without redundancy, where the estimate keeps ``q̈ᵐ``)."""
+        ddq = np.asarray(ddq, dtype=float)
+        if not self._est.layout.measured_acceleration or self.residual is None:
+            return ddq.copy()
+        nj = self.tau.size
+        return ddq + self._est.config.joint_acceleration_stddev * self.residual[-nj:]
+
     @property
     def base_acceleration(self) -> np.ndarray:
         """Floating-base acceleration in pinocchio's free-flyer layout ``[a_lin; ω̇]`` (base frame,
