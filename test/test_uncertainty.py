@@ -63,6 +63,15 @@ def _noisy(inputs: dict, cfg: SensorConfig, rng, acc_stddev: float) -> dict:
     return out
 
 
+def _noisy_samples(xml, est, cfg: SensorConfig, acc_stddev: float, seed: int, n: int):
+    """``n`` ground-truth states of ``est`` (pinocchio), each with its readings made noisy (:func:`_noisy`)."""
+    gt = GroundTruth(xml, est)
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        inputs, _ = gt.sample(rng)
+        yield _noisy(inputs, cfg, rng, acc_stddev)
+
+
 def _nees(name, acc_stddev, seed=3):
     """Mean NEES over the draws: per joint torque ``e²/σ²`` (expected 1) and per contact wrench
     ``eᵀ C⁺ e`` (expected the rank of ``C``, the contact's free components)."""
@@ -107,11 +116,7 @@ def test_structured_covariance_equals_the_generic_paths(name, acc_stddev):
     ref = estimator_for(xml, cfg, solver="generic")
     assert fast.report.solver == "structured" and ref.report.solver == "generic"
     assert fast._structured.n_qdd == (fast.model.n_joints if acc_stddev else 0)
-    gt = GroundTruth(xml, fast)
-    rng = np.random.default_rng(8)
-    for _ in range(5):
-        inputs, _ = gt.sample(rng)
-        inputs = _noisy(inputs, cfg, rng, acc_stddev)
+    for inputs in _noisy_samples(xml, fast, cfg, acc_stddev, seed=8, n=5):
         a = fast.estimate(**inputs)
         tv, cc, tau = a.tau_variance.copy(), a.contact_covariance.copy(), a.tau.copy()
         res = None if a.residual is None else a.residual.copy()      # None: no redundant row (the arm)
@@ -380,11 +385,7 @@ def test_the_estimated_joint_accelerations_are_what_the_estimate_satisfies(solve
     xml, cfg, est = _setup("talos", ACC_STDDEV, solver)
     assert est.report.solver == solver and est.layout.measured_acceleration
     oracle = PinocchioOracle(xml, cfg.floating_base, est.joint_names, est.contact_frames, cfg.imu.frame)
-    gt = GroundTruth(xml, est)
-    rng = np.random.default_rng(5)
-    for _ in range(3):
-        inputs, _ = gt.sample(rng)
-        noisy = _noisy(inputs, cfg, rng, ACC_STDDEV)
+    for noisy in _noisy_samples(xml, est, cfg, ACC_STDDEV, seed=5, n=3):
         r = est.estimate(**noisy)
         ddq = r.joint_acceleration(noisy["ddq"])
         scale = max(1.0, np.abs(r.tau).max(), np.abs(r.contact_wrenches).max())
