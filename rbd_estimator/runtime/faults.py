@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from scipy.stats import chi2 as _chi2
 
-from .tick import estimate_with
+from .tick import StartDelay, estimate_with
 
 
 @dataclass
@@ -50,7 +50,7 @@ class FaultMonitor:
 
     def __init__(self, alpha: float, recovery_s: float, on_event=None, start_delay_s: float = 0.1):
         self.alpha, self.recovery_ns = float(alpha), int(round(recovery_s * 1e9))
-        self.start_delay_ns, self.started = int(round(start_delay_s * 1e9)), None
+        self.delay = StartDelay(start_delay_s)      # fault_start_delay
         self.on_event = on_event or (lambda level, text: None)
         self.flagged: dict[str, Flagged] = {}
         self.alarms = self.unexplained = self.exclusions = self.returns = 0
@@ -77,7 +77,7 @@ class FaultMonitor:
 
     def restart(self) -> None:
         """The inputs start again (activation): no test for the start delay."""
-        self.started = None
+        self.delay.restart()
 
     def reset(self, inputs) -> None:
         """Forget the flags (a new sensor set): every sensor is in again."""
@@ -93,11 +93,10 @@ class FaultMonitor:
         joint states' stamps (data time: the node and the replay of its recording agree), not
         ``now``."""
         now = inputs.joint_states.stamp_ns
-        if self.started is None:
-            self.started = now
+        self.delay.start(now)
         if self.flagged:
             self._recheck(core, inputs, plans, plan, now, mask)
-        if now - self.started < self.start_delay_ns or self.consistent(r):
+        if not self.delay.passed(now) or self.consistent(r):
             return plan, r
         self.alarms += 1
         chi2, dof = self.statistic(r)

@@ -106,7 +106,7 @@ class Session:
         self.inputs.reset()
         if self.core.faults is not None:
             self.core.faults.restart()
-        self.core.restart_offsets()
+        self.core.offset_delay.restart()
         self.core.last_missing = self.core.last_subset = None
         self.status = (OK, "active, waiting for joint states")
         self.subset_status = None
@@ -232,7 +232,7 @@ class Session:
             core.faults = FaultMonitor(s.fault_false_alarm_rate, s.fault_recovery_time, self._say, s.fault_start_delay)
             core.faults.flagged.update(flagged)
         core.faults.recovery_ns = int(round(s.fault_recovery_time * 1e9))
-        core.faults.start_delay_ns = int(round(s.fault_start_delay * 1e9))
+        core.faults.delay.set(s.fault_start_delay)
         for name in core.faults.flagged:
             self.inputs.exclude(name)
         self._sync_offsets()
@@ -242,7 +242,7 @@ class Session:
         same tracker while the estimation problem and the calibrated offsets stay), its start delay, and
         the fault monitor's χ² with the tracked offsets explained."""
         core, key = self.core, (problem_key(self.config), self.settings.ft_offsets)
-        core.offset_start_delay_ns = int(round(self.settings.offset_start_delay * 1e9))
+        core.offset_delay.set(self.settings.offset_start_delay)
         if key != self._offsets_key:
             self._offsets_key = key
             core.offsets = offsets.tracker_for(self.config, self.settings, core.offsets)

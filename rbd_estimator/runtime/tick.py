@@ -18,6 +18,34 @@ from __future__ import annotations
 import numpy as np
 
 
+class StartDelay:
+    """A wait in data time after the first estimate since activation (the joint states' stamps, ns):
+    the derivative filter's start-up, before the χ² test (``fault_start_delay``) or the offsets'
+    updates (``offset_start_delay``) take in the estimates."""
+
+    __slots__ = ("delay_ns", "started")
+
+    def __init__(self, seconds: float = 0.0):
+        self.started = None              # the stamp of the first estimate since activation
+        self.set(seconds)
+
+    def set(self, seconds: float) -> None:
+        self.delay_ns = int(round(seconds * 1e9))
+
+    def restart(self) -> None:
+        """Count again from the next estimate (activation: the derivative filter starts again)."""
+        self.started = None
+
+    def start(self, stamp_ns: int) -> None:
+        """An estimate at ``stamp_ns``: the first since activation starts the count."""
+        if self.started is None:
+            self.started = stamp_ns
+
+    def passed(self, stamp_ns: int) -> bool:
+        """Whether ``stamp_ns`` is the delay or more after the first estimate (:meth:`start` first)."""
+        return stamp_ns - self.started >= self.delay_ns
+
+
 class TickCore:
     """Counters and the tick itself (see the module docstring).
 
@@ -30,7 +58,7 @@ class TickCore:
     __slots__ = ("ticks", "outputs", "no_output", "estimate_failures", "nonfinite_outputs", "last_missing",
                  "plan_in_use", "on_missing_changed", "request_plan", "on_estimate_failure", "on_subset_changed",
                  "last_subset", "ill_posed_subset_ticks", "_joining", "last_result", "faults", "offsets", "_stamp",
-                 "offset_start_delay_ns", "_offsets_from")
+                 "offset_delay")
 
     def __init__(self, on_missing_changed=None, request_plan=None, on_estimate_failure=None, on_subset_changed=None):
         """``on_subset_changed(label, reason)``: the contact subset changed (``reason``: why it has
@@ -42,8 +70,7 @@ class TickCore:
         self.faults = None               # a FaultMonitor (runtime/faults.py) screening every estimate, or None
         self.offsets = None              # an OffsetTracker (estimation/offsets.py) of the tracked offsets, or None
         self._stamp = None               # the last tick's joint-state stamp (ns): the tracker's Δt
-        self.offset_start_delay_ns = 0   # data time after the first estimate before the tracker updates
-        self._offsets_from = None        # the joint-state stamp of the first estimate since activation
+        self.offset_delay = StartDelay()  # data time after the first estimate before the tracker updates
         self._joining: dict = {}
         self.reset_counters()
 
@@ -103,8 +130,7 @@ class TickCore:
             r = estimate_with(plan, inputs, mask, tracker)
             if tracker is not None:
                 tracker.current = r
-                if self._offsets_from is None:
-                    self._offsets_from = self._stamp
+                self.offset_delay.start(self._stamp)
         except Exception as exc:  # noqa: BLE001 - bad input or a singular state: no output this tick
             self.estimate_failures += 1
             self.no_output += 1
@@ -127,23 +153,13 @@ class TickCore:
             plan, r = screened
             self.plan_in_use = plan
         if tracker is not None:              # the offsets' update from the published estimate's residual
-            if plan is first and self._offsets_started():
+            if plan is first and self.offset_delay.passed(self._stamp):
                 tracker.update(plan.estimator, r, dt)
             else:
                 tracker.predict(dt)
         self.outputs += 1
         self.last_result = r
         return plan, r
-
-    def restart_offsets(self) -> None:
-        """Count ``offset_start_delay_ns`` again from the next estimate (activation: the derivative
-        filter starts again)."""
-        self._offsets_from = None
-
-    def _offsets_started(self) -> bool:
-        """Whether this tick's joint-state stamp is ``offset_start_delay_ns`` or more after the first
-        estimate's: before, the derivative filter's start-up transient would pass into the offsets."""
-        return self._stamp - self._offsets_from >= self.offset_start_delay_ns
 
     def _dt(self, inputs) -> float:
         """Seconds of data time since the last tick (the joint states' stamps; 0 at the first)."""
@@ -192,4 +208,4 @@ def _finite(a) -> bool:
     return bool(np.isfinite(a).all())
 
 
-__all__ = ["TickCore", "estimate_with"]
+__all__ = ["StartDelay", "TickCore", "estimate_with"]
