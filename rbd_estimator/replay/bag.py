@@ -2,6 +2,7 @@
 writing, through :mod:`rbd_estimator.replay.bag_io`) and :func:`load_config`."""
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -135,6 +136,11 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                 raise ReplayError(f"topic '{c.topic}' has type {c.msgtype} in the bag; the estimator reads "
                                   f"{wanted[c.topic].message} there")
         ts = get_typestore(Stores.ROS2_JAZZY)
+
+        @functools.lru_cache(maxsize=None)
+        def definition(msgtype: str) -> tuple:
+            """``(message definition, RIHS01 hash)`` of ``msgtype`` from rosbags' type store."""
+            return ts.generate_msgdef(msgtype, ros_version=2)[0], ts.hash_rihs01(msgtype)
         writer = open_writer(output_path, storage, compress)
     except BaseException:
         reader.close()
@@ -149,11 +155,10 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
             md = c.msgdef.data if getattr(c, "msgdef", None) is not None else ""
             digest = c.digest
             if not (md and digest):                          # the bag holds no definition: rosbags' own
-                md, digest = ts.generate_msgdef(c.msgtype, ros_version=2)[0], ts.hash_rihs01(c.msgtype)
+                md, digest = definition(c.msgtype)
             out_conn[key] = writer.add_connection(c.topic, c.msgtype, md, digest,
                                                   offered_qos_profiles=c.ext.offered_qos_profiles)
-        est_conns = [writer.add_connection(t, msgtype, ts.generate_msgdef(msgtype, ros_version=2)[0],
-                                           ts.hash_rihs01(msgtype)) for t, msgtype in rep.outputs]
+        est_conns = [writer.add_connection(t, msgtype, *definition(msgtype)) for t, msgtype in rep.outputs]
         out_conns = [out_conn.get((c.topic, c.msgtype)) for c in copy] + est_conns
         topics = [c.topic for c in copy]
         counter = [0]
