@@ -272,15 +272,22 @@ def joint_state(I, F, b, now):
 
 
 @njit
+def _effort_slot(I, s):
+    """Slot ``s``'s record in ``I`` when it is a joint-effort slot read from the joint states (its
+    joint known), else -1."""
+    r = _slot(I, s)
+    return r if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0 else -1
+
+
+@njit
 def joint_efforts(I, F, b, n, o, t, now):
     """The joint-effort slots (joint-torque sensors, N·m or the reading's unit) from the ``n`` efforts
     at byte ``o`` of a joint state stamped ``t`` with the cached name layout: all of them, or none,
     the rejection counted on the first slot (as many efforts as names, finite, stamps increasing)."""
     first = -1
     for s in range(1, I[H_NSLOTS]):
-        r = _slot(I, s)
-        if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0:
-            first = r
+        first = _effort_slot(I, s)
+        if first >= 0:
             break
     if first < 0:
         return
@@ -289,22 +296,22 @@ def joint_efforts(I, F, b, n, o, t, now):
         return
     F8, g, ks, m = F.view(np.uint8), I[H_GATHER], I[F_SCR], 0
     for s in range(1, I[H_NSLOTS]):              # the efforts, in scratch first
-        r = _slot(I, s)
-        if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0:
+        r = _effort_slot(I, s)
+        if r >= 0:
             _copy_f64(b, o + 8 * I[g + I[r + S_JOINT]], F8, ks + m, 1)
             m += 1
     if not _finite(F, ks, m):
         _reject(I, first, NON_FINITE)
         return
     for s in range(1, I[H_NSLOTS]):
-        r = _slot(I, s)
-        if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0 and not _stamp_increases(I, r, t):
+        r = _effort_slot(I, s)
+        if r >= 0 and not _stamp_increases(I, r, t):
             _reject(I, first, STAMP_NOT_INCREASING)
             return
     m = 0
     for s in range(1, I[H_NSLOTS]):
-        r = _slot(I, s)
-        if I[r + S_KIND] == JOINT_EFFORT and I[r + S_JOINT] >= 0:
+        r = _effort_slot(I, s)
+        if r >= 0:
             F[I[r + S_VALUE]] = F[ks + m]
             I[r + S_STAMP], I[r + S_RECEIPT], I[r + S_READY] = t, now, 1
             I[r + S_RECEIVED] += 1

@@ -10,8 +10,8 @@ from ..checks import first_non_finite, zero_if_finite
 from ...model.forward_kinematics import forward_kinematics, imu_velocity_product
 from .accelerations import acceleration_columns, joint_columns
 from .covariance import covariance
-from .layout import H_ACTF, H_ACTI, H_NACT
-from .layout import (H_COV, H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NB, H_NH, H_NX, H_NIMU, H_NJ, H_NOUTM, H_NY, H_RED, H_SCOV,
+from .layout import (H_ACTF, H_ACTI, H_COV, H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NACT, H_NB, H_NH, H_NX, H_NIMU, H_NJ,
+    H_NOUTM, H_NY, H_RED, H_SCOV,
     H_SIMU, H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_STAIL, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS,
     H_WNHH, _A1, _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
