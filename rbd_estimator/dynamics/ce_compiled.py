@@ -12,8 +12,12 @@ reference algorithms for it.
 Per cluster k (bodies ``C_k``, ``n_b`` of them, ``n_f`` spanning and ``n_y`` independent
 coordinates): ``SJ = 𝒥ₖX_Jₖ diag(S_i)`` (eq. 13, 15) is propagated body by body
 (``SJ_i = ⁱX_λ(i) SJ_λ(i) + S_i``, eq. 12), ``S_k = SJ G_k``; ``ᵏX_λC(k)`` (eq. 35) is stored as
-the ``6 × 6`` transforms ``ⁱX_Λ(k)`` of the cluster's bodies (its only non-zero block column), so
-``ᵏX_λ v_λ = stack(ⁱX_Λ v_Λ)`` and ``ˡX*_k f = Σᵢ (ⁱX_Λ)ᵀ fᵢ`` on the output body.
+the transforms ``ⁱX_Λ(k)`` of the cluster's bodies (its only non-zero block column), so
+``ᵏX_λ v_λ = stack(ⁱX_Λ v_Λ)`` and ``ˡX*_k f = Σᵢ (ⁱX_Λ)ᵀ fᵢ`` on the output body. Every transform
+(``ⁱX_λ(i)`` in ``WXUP``, ``ⁱX_Λ`` in ``WXOUT``) is the kernel library's ``plux(E, r)``, 12 floats
+(:data:`~rbd_estimator.model.cluster_packing.XF`), composed with ``compose`` and applied with ``mx``,
+``mx_col``, ``fxT_add``, ``fxT_col_add`` and ``add_congruence`` (:mod:`rbd_estimator.kernels.spatial`);
+the general 6 × 6 matrices (inertias, the blocks of ``I_kᴬ``) are 36 floats, row-major.
 Units: rad, m, s, N, N·m; spatial vectors in body coordinates, Featherstone order.
 """
 from __future__ import annotations
@@ -25,9 +29,10 @@ from ..model.cluster_kernels import cluster_constraint, cluster_position
 from ..model.cluster_packing import (
     CLOSURE_FAILED, NOT_FINITE, H_A0, H_CB, H_CB0, H_CBV, H_CI0, H_CIND, H_CNB, H_CNV, H_CNY, H_CPAR, H_CSLOT, H_CV, H_CV0,
     H_CW, H_CYV, H_IN, H_NC, H_NQ, H_NV, H_NVY, H_PM, H_QREF, H_SC, H_VI, H_ND, H_WDQ, H_WQ, H_WT,
-    H_WXOUT, H_WXUP, H_YQ, H_YV, NW, SINGULAR, T_MAT, W_DINV, W_G, W_IA, W_S, W_SJ, W_Sdy, W_U, W_a, W_g, W_p,
-    W_u, W_v, joint_transform)
-from ..kernels.spatial import add6, fcross, mcross, mtv6, mul66, mv6, set6
+    H_WXOUT, H_WXUP, H_YQ, H_YV, NW, SINGULAR, W_DINV, W_G, W_IA, W_S, W_SJ, W_Sdy, W_U, W_a, W_g, W_p,
+    W_u, W_v, X_E, X_R, XF, joint_transform)
+from ..kernels.spatial import (add6, add_congruence, compose, fcross, fxT_add, fxT_col_add, mcross, mv6, mx, mx_col,
+                               set6)
 
 __all__ = ["ce_aba_kernel", "ce_rnea_kernel", "M_INDEPENDENT", "M_EFFORT_SPANNING", "M_OUTPUT_SPANNING"]
 
@@ -124,23 +129,23 @@ def _cluster_joint(ip, fp, w, k, q, dq, solve):
     SJ, S, v, Sdy = ip[cw + W_SJ], ip[cw + W_S], ip[cw + W_v], ip[cw + W_Sdy]
     prop = ip[cw + W_a]                                             # 𝒥X stack(v_i × S_i q̇_i), then a_k
     vpar = _parent_vector(ip, w, k, W_v)
-    t0 = ip[H_WT] + T_MAT
+    t0 = ip[H_WT]
     for m in range(nb):
         i = ip[b0 + m]
         pm = ip[ip[H_PM] + i]
-        xu, xo = ip[H_WXUP] + 36 * i, ip[H_WXOUT] + 36 * i
+        xu, xo = ip[H_WXUP] + XF * i, ip[H_WXOUT] + XF * i
         joint_transform(ip, fp, w, q, i, w, xu)                     # lines 7–10: ⁱX_λ(i)
-        if pm < 0:
-            for e in range(36):
-                w[xo + e] = w[xu + e]                               # ⁱX_Λ = ⁱX_λ(i)
-        else:
-            mul66(w, xu, w, ip[H_WXOUT] + 36 * ip[b0 + pm], w, xo)  # ⁱX_Λ = ⁱX_λ(i) ^λ(i)X_Λ
         row = SJ + 6 * nv * m                                       # line 11, (12): SJ_i = ⁱX_λ(i) SJ_λ(i) + S_i
         if pm < 0:
+            for e in range(XF):
+                w[xo + e] = w[xu + e]                               # ⁱX_Λ = ⁱX_λ(i)
             for e in range(6 * nv):
                 w[row + e] = 0.0
         else:
-            _matmul(w, xu, w, SJ + 6 * nv * pm, w, row, 6, 6, nv)
+            xp = ip[H_WXOUT] + XF * ip[b0 + pm]                     # ⁱX_Λ = ⁱX_λ(i) ^λ(i)X_Λ
+            compose(w, xu + X_E, w, xu + X_R, w, xp + X_E, w, xp + X_R, w, xo + X_E, w, xo + X_R)
+            for c in range(nv):                                     # ⁱX_λ(i) SJ_λ(i), column by column
+                mx_col(w, xu + X_E, w, xu + X_R, w, SJ + 6 * nv * pm + c, nv, w, row + c, nv)
         cb, vi = ip[ip[H_CBV] + ip[ip[H_CB0] + k] + m], ip[ip[H_VI] + i]
         for d in range(ip[ip[H_ND] + i]):
             for r in range(6):
@@ -150,7 +155,8 @@ def _cluster_joint(ip, fp, w, k, q, dq, solve):
         i = ip[b0 + m]
         o = v + 6 * m
         if vpar >= 0:
-            set6(w, o, mv6(w, ip[H_WXOUT] + 36 * i, w, vpar))
+            xo = ip[H_WXOUT] + XF * i
+            mx(w, xo + X_E, w, xo + X_R, w, vpar, w, o)
         else:
             for r in range(6):
                 w[o + r] = 0.0
@@ -172,7 +178,8 @@ def _cluster_joint(ip, fp, w, k, q, dq, solve):
             for r in range(6):
                 w[o + r] = 0.0
         else:
-            set6(w, o, mv6(w, ip[H_WXUP] + 36 * i, w, prop + 6 * pm))
+            xu = ip[H_WXUP] + XF * i
+            mx(w, xu + X_E, w, xu + X_R, w, prop + 6 * pm, w, o)
         add6(w, o, mcross(w, v + 6 * m, w, t0))
         for r in range(6):
             s = w[o + r]
@@ -185,12 +192,12 @@ def _cluster_joint(ip, fp, w, k, q, dq, solve):
 @fast_njit
 def _parent_acceleration(ip, fp, w, k, m, a0, out):
     """``(ᵏX_λ a_λ)_m = ⁱX_Λ a_Λ`` of body m of cluster k into ``w[out:out+6]`` (``a_Λ = a_0`` on the base)."""
-    i = ip[ip[H_CB] + ip[ip[H_CB0] + k] + m]
+    xo = ip[H_WXOUT] + XF * ip[ip[H_CB] + ip[ip[H_CB0] + k] + m]
     apar = _parent_vector(ip, w, k, W_a)
     if apar >= 0:
-        set6(w, out, mv6(w, ip[H_WXOUT] + 36 * i, w, apar))
+        mx(w, xo + X_E, w, xo + X_R, w, apar, w, out)
     else:
-        set6(w, out, mv6(w, ip[H_WXOUT] + 36 * i, fp, a0))
+        mx(w, xo + X_E, w, xo + X_R, fp, a0, w, out)
 
 
 @fast_njit
@@ -198,7 +205,8 @@ def _to_parent(ip, w, k, x, accumulate_into):
     """``ˡX*_k x`` (eq. 36) added to the parent's output-body entry at ``accumulate_into``."""
     b0 = ip[H_CB] + ip[ip[H_CB0] + k]
     for m in range(ip[ip[H_CNB] + k]):
-        add6(w, accumulate_into, mtv6(w, ip[H_WXOUT] + 36 * ip[b0 + m], w, x + 6 * m))
+        xo = ip[H_WXOUT] + XF * ip[b0 + m]
+        fxT_add(w, xo + X_E, w, xo + X_R, w, x + 6 * m, w, accumulate_into, 1.0)
 
 
 @fast_njit
@@ -238,7 +246,7 @@ def ce_aba_kernel(ip, fp, w, q, dq, tau, fx, mode, ddq, ddy):
         return NOT_FINITE
     wq, wdq = ip[H_WQ], ip[H_WDQ]
     Q, DQ, NC = w[wq:wq + ip[H_NQ]], w[wdq:wdq + ip[H_NV]], ip[H_NC]
-    t0 = ip[H_WT] + T_MAT
+    t0 = ip[H_WT]
     for k in range(NC):                                             # outward pass 1 (ascending)
         status = _cluster_joint(ip, fp, w, k, Q, DQ, mode & M_INDEPENDENT)
         if status:
@@ -328,14 +336,14 @@ def _articulated_to_parent(ip, w, k, T):
         ˡX*_k pᵃ      = Σ_m X_mᵀ (pᴬ_m + Iᴬ_mm (Ṡẏ)_m) + W D⁻¹ (u − Uᵀ Ṡẏ).
 
     The symmetrisation keeps round-off from growing from cluster to cluster (see
-    :func:`.ce_aba._symmetric`). ``T``: scratch of ``12 n_y + n_y + 120`` entries."""
+    :func:`.ce_aba._symmetric`). ``T``: scratch of ``13 n_y + 93`` entries."""
     cw = ip[H_CW] + NW * k
     nb, ny = ip[ip[H_CNB] + k], ip[ip[H_CNY] + k]
     IA, pA, U, Dinv, u, Sdy = (ip[cw + W_IA], ip[cw + W_p], ip[cw + W_U], ip[cw + W_DINV], ip[cw + W_u],
                                ip[cw + W_Sdy])
     b0 = ip[H_CB] + ip[ip[H_CB0] + k]
-    Wm, WD, C, AX, z, y, r_ = T, T + 6 * ny, T + 12 * ny, T + 12 * ny + 36, T + 12 * ny + 72, T + 12 * ny + 78, \
-        T + 12 * ny + 84
+    Wm, WD, C, z, y, r_, tmp = T, T + 6 * ny, T + 12 * ny, T + 12 * ny + 36, T + 12 * ny + 42, T + 12 * ny + 48, \
+        T + 13 * ny + 48
     for e in range(6 * ny):
         w[Wm + e] = 0.0
     for e in range(36):
@@ -345,27 +353,19 @@ def _articulated_to_parent(ip, w, k, T):
     for j in range(ny):
         w[r_ + j] = w[u + j]
     for m in range(nb):
-        xo, ia = ip[H_WXOUT] + 36 * ip[b0 + m], IA + 36 * m
-        mul66(w, ia, w, xo, w, AX)                                  # Iᴬ_mm X_m
-        for a in range(6):                                          # C += X_mᵀ Iᴬ_mm X_m
-            for e in range(6):
-                x = w[xo + 6 * e + a]
-                for c in range(6):
-                    w[C + 6 * a + c] += x * w[AX + 6 * e + c]
+        xo, ia = ip[H_WXOUT] + XF * ip[b0 + m], IA + 36 * m
+        xe, xr = xo + X_E, xo + X_R
+        add_congruence(w, xe, w, xr, w, ia, w, C, w, tmp)           # C += X_mᵀ Iᴬ_mm X_m (eq. 2.66)
         set6(w, z, mv6(w, ia, w, Sdy + 6 * m))                      # z = pᴬ_m + Iᴬ_mm (Ṡẏ)_m
         for e in range(6):
             w[z + e] += w[pA + 6 * m + e]
-        add6(w, y, mtv6(w, xo, w, z))                               # y += X_mᵀ z
+        fxT_add(w, xe, w, xr, w, z, w, y, 1.0)                      # y += X_mᵀ z
         for j in range(ny):                                         # W += X_mᵀ U_m, r = u − Uᵀ Ṡẏ
             s = 0.0
             for e in range(6):
                 s += w[U + ny * (6 * m + e) + j] * w[Sdy + 6 * m + e]
             w[r_ + j] -= s
-            for a in range(6):
-                x = 0.0
-                for e in range(6):
-                    x += w[xo + 6 * e + a] * w[U + ny * (6 * m + e) + j]
-                w[Wm + ny * a + j] += x
+            fxT_col_add(w, xe, w, xr, w, U + 6 * ny * m + j, ny, w, Wm + j, ny, 1.0)
     _matmul(w, Wm, w, Dinv, w, WD, 6, ny, ny)                       # W D⁻¹
     for a in range(6):
         s = 0.0
@@ -398,7 +398,7 @@ def ce_rnea_kernel(ip, fp, w, q, dq, ddq, fx, mode, tau, tau_tree):
         return NOT_FINITE
     wq, wdq = ip[H_WQ], ip[H_WDQ]
     Q, DQ, NC = w[wq:wq + ip[H_NQ]], w[wdq:wdq + ip[H_NV]], ip[H_NC]
-    t0 = ip[H_WT] + T_MAT
+    t0 = ip[H_WT]
     a0 = ip[H_A0]
     for k in range(NC):                                             # outward pass (62)–(63)
         status = _cluster_joint(ip, fp, w, k, Q, DQ, mode & M_INDEPENDENT)

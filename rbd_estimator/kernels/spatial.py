@@ -28,8 +28,9 @@ import numpy as np
 
 from ..jit import fast_njit, uidx as _u
 
-__all__ = ["primitive", "rbi_compact", "plux_into", "mx", "mx_inv", "fx", "fxT_add", "compose", "mcross", "fcross",
-           "set6", "add6", "rbi_apply", "rbi_xT_add", "solve_rbi", "mv6", "mtv6", "mul66", "rotate_block",
+__all__ = ["primitive", "rbi_compact", "plux_into", "mx", "mx_inv", "fx", "fxT_add", "compose", "mx_col", "fxT_col_add",
+           "mcross", "fcross",
+           "set6", "add6", "rbi_apply", "rbi_xT_add", "solve_rbi", "mv6", "rotate_block",
            "add_congruence", "spd_inverse"]
 
 
@@ -68,17 +69,7 @@ def plux_into(E, eo, r, ro, X, xo):
 @primitive
 def mx(E, eo, r, ro, x, xo, y, yo):
     """``y = plux(E, r) x`` for a motion vector (eq. 2.24): ``ω' = E ω``, ``v' = E (v − r × ω)``."""
-    w0, w1, w2 = x[_u(xo)], x[_u(xo + 1)], x[_u(xo + 2)]
-    r0, r1, r2 = r[_u(ro)], r[_u(ro + 1)], r[_u(ro + 2)]
-    u0 = x[_u(xo + 3)] - (r1 * w2 - r2 * w1)
-    u1 = x[_u(xo + 4)] - (r2 * w0 - r0 * w2)
-    u2 = x[_u(xo + 5)] - (r0 * w1 - r1 * w0)
-    y[_u(yo)] = E[_u(eo)] * w0 + E[_u(eo + 1)] * w1 + E[_u(eo + 2)] * w2
-    y[_u(yo + 1)] = E[_u(eo + 3)] * w0 + E[_u(eo + 4)] * w1 + E[_u(eo + 5)] * w2
-    y[_u(yo + 2)] = E[_u(eo + 6)] * w0 + E[_u(eo + 7)] * w1 + E[_u(eo + 8)] * w2
-    y[_u(yo + 3)] = E[_u(eo)] * u0 + E[_u(eo + 1)] * u1 + E[_u(eo + 2)] * u2
-    y[_u(yo + 4)] = E[_u(eo + 3)] * u0 + E[_u(eo + 4)] * u1 + E[_u(eo + 5)] * u2
-    y[_u(yo + 5)] = E[_u(eo + 6)] * u0 + E[_u(eo + 7)] * u1 + E[_u(eo + 8)] * u2
+    mx_col(E, eo, r, ro, x, xo, 1, y, yo, 1)
 
 
 @primitive
@@ -100,20 +91,7 @@ def mx_inv(E, eo, r, ro, x, xo, y, yo):
 def fxT_add(E, eo, r, ro, f, fo, y, yo, s):
     """``y += s · plux(E, r)ᵀ f = s · ᵖX*_i f`` for a force vector (child to parent coordinates,
     ``X* = X⁻ᵀ``, eq. 2.25): ``f' = Eᵀ f``, ``n' = Eᵀ n + r × f'``."""
-    n0, n1, n2, f0, f1, f2 = f[_u(fo)], f[_u(fo + 1)], f[_u(fo + 2)], f[_u(fo + 3)], f[_u(fo + 4)], f[_u(fo + 5)]
-    a0 = E[_u(eo)] * f0 + E[_u(eo + 3)] * f1 + E[_u(eo + 6)] * f2
-    a1 = E[_u(eo + 1)] * f0 + E[_u(eo + 4)] * f1 + E[_u(eo + 7)] * f2
-    a2 = E[_u(eo + 2)] * f0 + E[_u(eo + 5)] * f1 + E[_u(eo + 8)] * f2
-    b0 = E[_u(eo)] * n0 + E[_u(eo + 3)] * n1 + E[_u(eo + 6)] * n2
-    b1 = E[_u(eo + 1)] * n0 + E[_u(eo + 4)] * n1 + E[_u(eo + 7)] * n2
-    b2 = E[_u(eo + 2)] * n0 + E[_u(eo + 5)] * n1 + E[_u(eo + 8)] * n2
-    r0, r1, r2 = r[_u(ro)], r[_u(ro + 1)], r[_u(ro + 2)]
-    y[_u(yo)] += s * (b0 + r1 * a2 - r2 * a1)
-    y[_u(yo + 1)] += s * (b1 + r2 * a0 - r0 * a2)
-    y[_u(yo + 2)] += s * (b2 + r0 * a1 - r1 * a0)
-    y[_u(yo + 3)] += s * a0
-    y[_u(yo + 4)] += s * a1
-    y[_u(yo + 5)] += s * a2
+    fxT_col_add(E, eo, r, ro, f, fo, 1, y, yo, 1, s)
 
 
 @primitive
@@ -143,6 +121,46 @@ def compose(E1, e1, r1, q1, E2, e2, r2, q2, E, eo, r, ro):
                                      + E1[_u(e1 + 3 * a + 2)] * E2[_u(e2 + 6 + b)])
         r[_u(ro + a)] = (r2[_u(q2 + a)] + E2[_u(e2 + a)] * r1[_u(q1)] + E2[_u(e2 + 3 + a)] * r1[_u(q1 + 1)]
                          + E2[_u(e2 + 6 + a)] * r1[_u(q1 + 2)])
+
+
+# ---------------------------------------------------------------------------- transforms on columns
+# (the cluster kernels: a transform applied to a column of a row-major 6 × n block, stride n)
+@primitive
+def mx_col(E, eo, r, ro, x, xo, xs, y, yo, ys):
+    """``y = plux(E, r) x`` (:func:`mx`) for a motion vector ``x`` whose entries are ``xs`` apart,
+    into ``y`` with stride ``ys`` (a column of a row-major 6 × n block: stride n)."""
+    w0, w1, w2 = x[_u(xo)], x[_u(xo + xs)], x[_u(xo + 2 * xs)]
+    r0, r1, r2 = r[_u(ro)], r[_u(ro + 1)], r[_u(ro + 2)]
+    u0 = x[_u(xo + 3 * xs)] - (r1 * w2 - r2 * w1)
+    u1 = x[_u(xo + 4 * xs)] - (r2 * w0 - r0 * w2)
+    u2 = x[_u(xo + 5 * xs)] - (r0 * w1 - r1 * w0)
+    y[_u(yo)] = E[_u(eo)] * w0 + E[_u(eo + 1)] * w1 + E[_u(eo + 2)] * w2
+    y[_u(yo + ys)] = E[_u(eo + 3)] * w0 + E[_u(eo + 4)] * w1 + E[_u(eo + 5)] * w2
+    y[_u(yo + 2 * ys)] = E[_u(eo + 6)] * w0 + E[_u(eo + 7)] * w1 + E[_u(eo + 8)] * w2
+    y[_u(yo + 3 * ys)] = E[_u(eo)] * u0 + E[_u(eo + 1)] * u1 + E[_u(eo + 2)] * u2
+    y[_u(yo + 4 * ys)] = E[_u(eo + 3)] * u0 + E[_u(eo + 4)] * u1 + E[_u(eo + 5)] * u2
+    y[_u(yo + 5 * ys)] = E[_u(eo + 6)] * u0 + E[_u(eo + 7)] * u1 + E[_u(eo + 8)] * u2
+
+
+@primitive
+def fxT_col_add(E, eo, r, ro, f, fo, fs, y, yo, ys, s):
+    """``y += s · plux(E, r)ᵀ f`` (:func:`fxT_add`) for a force vector ``f`` whose entries are ``fs``
+    apart, into ``y`` with stride ``ys`` (columns of row-major 6 × n blocks: ``Xᵀ U``)."""
+    n0, n1, n2 = f[_u(fo)], f[_u(fo + fs)], f[_u(fo + 2 * fs)]
+    f0, f1, f2 = f[_u(fo + 3 * fs)], f[_u(fo + 4 * fs)], f[_u(fo + 5 * fs)]
+    a0 = E[_u(eo)] * f0 + E[_u(eo + 3)] * f1 + E[_u(eo + 6)] * f2
+    a1 = E[_u(eo + 1)] * f0 + E[_u(eo + 4)] * f1 + E[_u(eo + 7)] * f2
+    a2 = E[_u(eo + 2)] * f0 + E[_u(eo + 5)] * f1 + E[_u(eo + 8)] * f2
+    b0 = E[_u(eo)] * n0 + E[_u(eo + 3)] * n1 + E[_u(eo + 6)] * n2
+    b1 = E[_u(eo + 1)] * n0 + E[_u(eo + 4)] * n1 + E[_u(eo + 7)] * n2
+    b2 = E[_u(eo + 2)] * n0 + E[_u(eo + 5)] * n1 + E[_u(eo + 8)] * n2
+    r0, r1, r2 = r[_u(ro)], r[_u(ro + 1)], r[_u(ro + 2)]
+    y[_u(yo)] += s * (b0 + r1 * a2 - r2 * a1)
+    y[_u(yo + ys)] += s * (b1 + r2 * a0 - r0 * a2)
+    y[_u(yo + 2 * ys)] += s * (b2 + r0 * a1 - r1 * a0)
+    y[_u(yo + 3 * ys)] += s * a0
+    y[_u(yo + 4 * ys)] += s * a1
+    y[_u(yo + 5 * ys)] += s * a2
 
 
 # ---------------------------------------------------------------------------- cross products
@@ -290,24 +308,6 @@ def _row6(M, o, cs, x0, x1, x2, x3, x4, x5):
 def mv6(M, mo, x, xo):
     """``M x`` for a 6 × 6 ``M = M[mo:mo + 36]``, as six numbers."""
     return _mv6(M, mo, 6, 1, x, xo)
-
-
-@primitive
-def mtv6(M, mo, x, xo):
-    """``Mᵀ x`` for a 6 × 6 ``M = M[mo:mo + 36]``, as six numbers (``Mᵀ`` of a motion transform is
-    the force transform the other way, ``ˡX*_k = (ᵏX_ℓ)ᵀ``)."""
-    return _mv6(M, mo, 1, 6, x, xo)
-
-
-@primitive
-def mul66(A, ao, B, bo, C, co):
-    """``C = A B`` for 6 × 6 blocks (``C`` must not overlap ``A`` or ``B``)."""
-    for r in range(6):
-        for c in range(6):
-            s = 0.0
-            for k in range(6):
-                s += A[_u(ao + 6 * r + k)] * B[_u(bo + 6 * k + c)]
-            C[_u(co + 6 * r + c)] = s
 
 
 @primitive

@@ -2,11 +2,13 @@
 :class:`PackedClusterTree`, which flattens a :class:`~.clusters.ClusterTree` once (the pinocchio
 ``Model`` counterpart) into an integer blob ``ip``, a float blob ``fp`` and a work array ``w``; header
 slot ``ip[H_x]`` (the header :data:`CLUSTER`) holds a size, or the offset of array ``x`` in ``ip``,
-``fp`` or ``w``. Also :func:`joint_transform`: ``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Featherstone ch. 4)
-as the 6 × 6 matrix the cluster kernels compose (their spatial arithmetic is
-:mod:`rbd_estimator.kernels.spatial`).
-Matrices in the blobs are row-major; spatial vectors follow Featherstone (motion ``[ω; v]``); units
-rad, m, s. The kernels are :mod:`.four_bar_kernels` and :mod:`.cluster_kernels`."""
+``fp`` or ``w``. Also :func:`joint_transform`: ``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Featherstone ch. 4),
+the library's :func:`~rbd_estimator.kernels.joints.joint_transforms` for one body.
+Every Plücker transform in the work array is the library's one representation
+(:mod:`rbd_estimator.kernels.spatial`): ``plux(E, r)`` (RBDA eq. 2.24) as :data:`XF` = 12 floats,
+``E`` (row-major) at ``+X_E`` then ``r`` (m) at ``+X_R``. Other matrices in the blobs are row-major;
+spatial vectors follow Featherstone (motion ``[ω; v]``); units rad, m, s. The kernels are
+:mod:`.four_bar_kernels` and :mod:`.cluster_kernels`."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,18 +16,22 @@ import numpy as np
 from ..jit import fast_njit
 from ..kernels.joints import J_SIZE, joint_record, joint_transforms
 from ..kernels.layout import Layout, Packer
-from ..kernels.spatial import plux_into
 from .clusters import ClusterTree
 from .loops import ExplicitLoop
 from .joints import motion_subspace
 
-__all__ = ["PackedClusterTree", "packable", "joint_transform", "CLUSTER", "CLUSTER_WORK", "FOUR_BAR", "TEMP",
+__all__ = ["PackedClusterTree", "packable", "joint_transform", "CLUSTER", "CLUSTER_WORK", "FOUR_BAR", "XF",
            "CLOSED", "CLOSURE_FAILED", "SINGULAR", "NOT_FINITE"]
 
 #: kernel status: the loops closed; a four-bar out of reach; a four-bar at a singular configuration;
 #: a non-finite input
 CLOSED, CLOSURE_FAILED, SINGULAR, NOT_FINITE = 0, 1, 2, 3
 _CONSTANT, _FOUR_BAR = 0, 1                   # loop kinds in the blob
+
+#: a Plücker transform ``plux(E, r)`` in the work array: ``E`` (9, row-major), then ``r`` (3, m)
+TRANSFORM = Layout([("E", 9), ("R", 3)])
+X_E, X_R = TRANSFORM.slots
+XF = TRANSFORM.size
 
 CLUSTER = Layout(
     "NB NC NL NQ NV NY NVY NBMAX WORK "
@@ -40,7 +46,7 @@ CLUSTER = Layout(
     "YQ YV "
     # floats: joint records (kernels.joints.JOINT), inertias, motion subspace columns, reference q, a_0, loops
     "JNT IN SC QREF A0 RB "
-    # work: Xup, Xout (per body), q, q̇, four-bar scratch, temporaries
+    # work: Xup = ⁱX_λ(i), Xout = ⁱX_Λ (per body, XF floats each), q, q̇, four-bar scratch, temporaries
     "WXUP WXOUT WQ WDQ WFB WT")
 (H_NB, H_NC, H_NL, H_NQ, H_NV, H_NY, H_NVY, H_NBMAX, H_WORK,
  H_PAR, H_JT, H_QI, H_VI, H_ND, H_PM,
@@ -121,8 +127,8 @@ class PackedClusterTree:
                  IN=m.inertias, SC=Sc, QREF=tree.q_reference,
                  A0=np.concatenate([np.zeros(3), -m.gravity]))
         nymax = max(c.ny for c in cs)
-        work = dict(WXUP=36 * m.NB, WXOUT=36 * m.NB, WQ=m.nq, WDQ=m.nv, WFB=_FB_SCRATCH,
-                    WT=T_MAT + 3 * (6 * a["NBMAX"]) ** 2 + 48 * a["NBMAX"] + 4 * nymax * nymax + 4 * nymax + 64)
+        work = dict(WXUP=XF * m.NB, WXOUT=XF * m.NB, WQ=m.nq, WDQ=m.nv, WFB=_FB_SCRATCH,
+                    WT=3 * (6 * a["NBMAX"]) ** 2 + 48 * a["NBMAX"] + 4 * nymax * nymax + 4 * nymax + 64)
         ipk, fpk = Packer(np.int64, header=CLUSTER), Packer(np.float64)
         header = {}
         for name in CLUSTER.names:
@@ -188,24 +194,21 @@ def _pack_loops(tree: ClusterTree) -> dict:
 
 
 # ---------------------------------------------------------------------------- joint transform
-# Offsets inside the temporaries WT: the joint transform's E and r, small matrices, then stacked ones.
-TEMP = Layout([("E", 9), ("R", 3), ("SMALL", 48), ("MAT", 0)])      # MAT: the rest
-T_E, T_R, T_SMALL, T_MAT = TEMP.slots
-
-
 @fast_njit
 def joint_transform(ip, fp, w, q, i, X, xo):
-    """``ⁱX_λ(i) = X_J(q_i) X_T(i)`` (Nori eqs. 2–3a; :func:`rbd_estimator.kernels.joints.joint_transforms`
-    on body i's joint record) as a 6 × 6 matrix into ``X[xo:xo+36]``."""
-    e, r = ip[H_WT] + T_E, ip[H_WT] + T_R
-    joint_transforms(i, i + 1, ip, ip[H_JT], ip[H_QI], 1, fp, ip[H_JNT], J_SIZE, q, w, e, 0, w, r, 0, False)
-    plux_into(w, e, w, r, X, xo)
+    """``ⁱX_λ(i) = X_J(q_i) X_T(i) = plux(E, r)`` (Nori eqs. 2–3a; the library's
+    :func:`rbd_estimator.kernels.joints.joint_transforms` on body i's joint record) into
+    ``X[xo:xo + XF]`` (``E`` at ``xo + X_E``, ``r`` at ``xo + X_R``)."""
+    joint_transforms(i, i + 1, ip, ip[H_JT], ip[H_QI], 1, fp, ip[H_JNT], J_SIZE, q, X, xo + X_E, 0, X, xo + X_R, 0,
+                     False)
 
 
 # ---------------------------------------------------------------------------- four-bar closure
-# Four-bar scratch (WFB): per path body s (ascending) Xup_s, X_s = ˢX_root, J_s (6 × 3); then
-# φ, n_a, n_b, the point Jacobians J_a, J_b (6 × 3, [ω; v_point], root coordinates), v_s, a_s, …
-F_BODY = Layout([("XUP", 36), ("X", 36), ("J", 18)]).size          # per path body (3 at most)
+# Four-bar scratch (WFB): per path body s (ascending) Xup_s, X_s = ˢX_root (XF each), J_s (6 × 3);
+# then φ, n_a, n_b, the point Jacobians J_a, J_b (6 × 3, [ω; v_point], root coordinates), v_s, a_s, …
+F_PATH = Layout([("XUP", XF), ("X", XF), ("J", 18)])               # per path body (3 at most)
+FS_XUP, FS_X, FS_J = F_PATH.slots
+F_BODY = F_PATH.size
 FOUR_BAR = Layout([("BODY", 3 * F_BODY), ("PHI", 6), ("NA", 3), ("NB", 3), ("JA", 18), ("JB", 18), ("VA", 42),
                    ("LS", 60), ("GL", 4), ("gl", 4), ("T", 22), ("SMALL_P", 30), ("KEY", 4)])
 _, F_PHI, F_NA, F_NB, F_JA, F_JB, F_VA, F_LS, F_GL, F_gl, F_T, F_SMALL_P, F_KEY = FOUR_BAR.slots

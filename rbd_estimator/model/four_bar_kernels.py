@@ -10,43 +10,33 @@ import numpy as np
 from ..jit import fast_njit
 from .cluster_packing import (
     CLOSED, CLOSURE_FAILED, F_BODY, F_GL, F_JA, F_JB, F_KEY, F_LS, F_NA, F_NB, F_PHI, F_SMALL_P, F_T, F_VA,
-    F_gl, H_FBP, H_LD0, H_LDX, H_LFB, H_LI0, H_LIX, H_LJ0, H_LQ, H_LR, H_LVX, H_QI, H_RB, H_SC, H_VI, H_WFB,
-    SINGULAR, joint_transform)
-from ..kernels.spatial import add6, mcross, mul66, mv6, set6
+    F_gl, FS_J, FS_X, FS_XUP, H_FBP, H_LD0, H_LDX, H_LFB, H_LI0, H_LIX, H_LJ0, H_LQ, H_LR, H_LVX, H_QI, H_RB, H_SC,
+    H_VI, H_WFB, SINGULAR, X_E, X_R, XF, joint_transform)
+from ..kernels.spatial import add6, compose, mcross, mx, mx_col
 
 
 @fast_njit
 def _point_motion(w, xo, p0, p1, p2, u, uo, y, yo):
     """``y = Φ u = [Eᵀ ω; Eᵀ (v − p × ω)]``: body motion ``u`` as the motion of the body point ``p``,
-    in root orientation (``E`` = top-left block of ``X = ᵇX_root`` at ``xo``)."""
+    in root orientation (``ᵇX_root = plux(E, r)`` at ``xo``; ``Φ = plux(Eᵀ, p)``)."""
+    e = xo + X_E
     o0, o1, o2 = u[uo], u[uo + 1], u[uo + 2]
     l0 = u[uo + 3] - (p1 * o2 - p2 * o1)
     l1 = u[uo + 4] - (p2 * o0 - p0 * o2)
     l2 = u[uo + 5] - (p0 * o1 - p1 * o0)
     for k in range(3):
-        e0, e1, e2 = w[xo + k], w[xo + 6 + k], w[xo + 12 + k]      # column k of E = row k of Eᵀ
+        e0, e1, e2 = w[e + k], w[e + 3 + k], w[e + 6 + k]         # column k of E = row k of Eᵀ
         y[yo + k] = e0 * o0 + e1 * o1 + e2 * o2
         y[yo + 3 + k] = e0 * l0 + e1 * l1 + e2 * l2
 
 
 @fast_njit
 def _point_position(w, xo, p0, p1, p2, y, yo):
-    """Position of the body point ``p`` in root coordinates: ``r + Eᵀ p`` with ``r×`` from
-    ``X₂₁ = −E r×`` (plux), ``X = ᵇX_root`` at ``xo``."""
+    """Position of the body point ``p`` in root coordinates, ``r + Eᵀ p`` for
+    ``ᵇX_root = plux(E, r)`` at ``xo`` (``r``: the body origin in root coordinates)."""
+    e, r = xo + X_E, xo + X_R
     for k in range(3):
-        s = 0.0
-        for j in range(3):
-            s += w[xo + 6 * j + k] * (p0, p1, p2)[j]
-        y[yo + k] = s
-    # r×  = −Eᵀ X₂₁: r = (s21, s02, s10)
-    s21 = s02 = s10 = 0.0
-    for j in range(3):
-        s21 -= w[xo + 6 * j + 2] * w[xo + 18 + 6 * j + 1]
-        s02 -= w[xo + 6 * j + 0] * w[xo + 18 + 6 * j + 2]
-        s10 -= w[xo + 6 * j + 1] * w[xo + 18 + 6 * j + 0]
-    y[yo] += s21
-    y[yo + 1] += s02
-    y[yo + 2] += s10
+        y[yo + k] = w[r + k] + w[e + k] * p0 + w[e + 3 + k] * p1 + w[e + 6 + k] * p2
 
 
 @fast_njit
@@ -65,36 +55,34 @@ def _four_bar_closure(ip, fp, w, l, q):
     for s in range(3):
         i, col, ps = ip[fb + 1 + 3 * s], ip[fb + 2 + 3 * s], ip[fb + 3 + 3 * s]
         o = f + F_BODY * s
-        joint_transform(ip, fp, w, q, i, w, o)                      # Xup_s
+        xu, x, J = o + FS_XUP, o + FS_X, o + FS_J
+        joint_transform(ip, fp, w, q, i, w, xu)                     # Xup_s
         if ps < 0:
-            for k in range(36):
-                w[o + 36 + k] = w[o + k]                            # X_s = Xup_s (root: identity)
+            for k in range(XF):
+                w[x + k] = w[xu + k]                                # X_s = Xup_s (root: identity)
             for k in range(18):
-                w[o + 72 + k] = 0.0
+                w[J + k] = 0.0
         else:
             op = f + F_BODY * ps
-            mul66(w, o, w, op + 36, w, o + 36)                      # X_s = Xup_s X_λ
-            for c in range(3):                                      # J_s = Xup_s J_λ
-                for r in range(6):
-                    acc = 0.0
-                    for k in range(6):
-                        acc += w[o + 6 * r + k] * w[op + 72 + 3 * k + c]
-                    w[o + 72 + 3 * r + c] = acc
+            compose(w, xu + X_E, w, xu + X_R, w, op + FS_X + X_E, w, op + FS_X + X_R, w, x + X_E, w, x + X_R)
+            for c in range(3):                                      # J_s = Xup_s J_λ, column by column
+                mx_col(w, xu + X_E, w, xu + X_R, w, op + FS_J + c, 3, w, J + c, 3)
         sc = ip[H_SC] + 6 * ip[ip[H_VI] + i]
         for r in range(6):
-            w[o + 72 + 3 * r + col] += fp[sc + r]                  # + S_i in the column of joint i
+            w[J + 3 * r + col] += fp[sc + r]                        # + S_i in the column of joint i
     sa, sb = ip[fb + 10], ip[fb + 11]
-    oa, ob = f + F_BODY * sa, f + F_BODY * sb
+    oa, ob = f + F_BODY * sa + FS_X, f + F_BODY * sb + FS_X         # ᵃX_root, ᵇX_root
+    ja, jb = f + F_BODY * sa + FS_J, f + F_BODY * sb + FS_J
     pa0, pa1, pa2, pb0, pb1, pb2 = fp[rb], fp[rb + 1], fp[rb + 2], fp[rb + 3], fp[rb + 4], fp[rb + 5]
-    _point_position(w, oa + 36, pa0, pa1, pa2, w, f + F_PHI)
-    _point_position(w, ob + 36, pb0, pb1, pb2, w, f + F_SMALL_P)
+    _point_position(w, oa, pa0, pa1, pa2, w, f + F_PHI)
+    _point_position(w, ob, pb0, pb1, pb2, w, f + F_SMALL_P)
     for k in range(3):
         w[f + F_PHI + k] -= w[f + F_SMALL_P + k]
         sa_ = 0.0
         sb_ = 0.0
         for j in range(3):                                          # n = Eᵀ n_body
-            sa_ += w[oa + 36 + 6 * j + k] * fp[rb + 6 + j]
-            sb_ += w[ob + 36 + 6 * j + k] * fp[rb + 9 + j]
+            sa_ += w[oa + X_E + 3 * j + k] * fp[rb + 6 + j]
+            sb_ += w[ob + X_E + 3 * j + k] * fp[rb + 9 + j]
         w[f + F_NA + k], w[f + F_NB + k] = sa_, sb_
     na0, na1, na2, nb0, nb1, nb2 = (w[f + F_NA], w[f + F_NA + 1], w[f + F_NA + 2],
                                     w[f + F_NB], w[f + F_NB + 1], w[f + F_NB + 2])
@@ -103,10 +91,10 @@ def _four_bar_closure(ip, fp, w, l, q):
     w[f + F_PHI + 5] = na0 * nb1 - na1 * nb0
     for c in range(3):                                              # J_a, J_b column by column
         for r in range(6):
-            w[f + F_SMALL_P + r] = w[oa + 72 + 3 * r + c]
-            w[f + F_SMALL_P + 6 + r] = w[ob + 72 + 3 * r + c]
-        _point_motion(w, oa + 36, pa0, pa1, pa2, w, f + F_SMALL_P, w, f + F_SMALL_P + 12)
-        _point_motion(w, ob + 36, pb0, pb1, pb2, w, f + F_SMALL_P + 6, w, f + F_SMALL_P + 18)
+            w[f + F_SMALL_P + r] = w[ja + 3 * r + c]
+            w[f + F_SMALL_P + 6 + r] = w[jb + 3 * r + c]
+        _point_motion(w, oa, pa0, pa1, pa2, w, f + F_SMALL_P, w, f + F_SMALL_P + 12)
+        _point_motion(w, ob, pb0, pb1, pb2, w, f + F_SMALL_P + 6, w, f + F_SMALL_P + 18)
         for r in range(6):
             w[f + F_JA + 3 * r + c] = w[f + F_SMALL_P + 12 + r]
             w[f + F_JB + 3 * r + c] = w[f + F_SMALL_P + 18 + r]
@@ -266,8 +254,8 @@ def _four_bar_explicit(ip, fp, w, l, q, dq, with_dq):
             for k in range(12):
                 w[vs + k] = 0.0
         else:
-            set6(w, vs, mv6(w, o, w, f + F_VA + 12 * ps))
-            set6(w, vs + 6, mv6(w, o, w, f + F_VA + 12 * ps + 6))
+            mx(w, o + FS_XUP + X_E, w, o + FS_XUP + X_R, w, f + F_VA + 12 * ps, w, vs)
+            mx(w, o + FS_XUP + X_E, w, o + FS_XUP + X_R, w, f + F_VA + 12 * ps + 6, w, vs + 6)
         for k in range(6):
             w[f + F_SMALL_P + k] = fp[sc + k] * qd                  # v_J = S_i q̇_i
             w[vs + k] += w[f + F_SMALL_P + k]
@@ -275,11 +263,11 @@ def _four_bar_explicit(ip, fp, w, l, q, dq, with_dq):
     rb = ip[H_RB] + ip[ip[H_LR] + l]
     sa, sb = ip[fb + 10], ip[fb + 11]
     P = f + F_SMALL_P                                               # Va, Vb, Aa, Ab (6 each)
-    _point_motion(w, f + F_BODY * sa + 36, fp[rb], fp[rb + 1], fp[rb + 2], w, f + F_VA + 12 * sa, w, P)
-    _point_motion(w, f + F_BODY * sb + 36, fp[rb + 3], fp[rb + 4], fp[rb + 5], w, f + F_VA + 12 * sb, w, P + 6)
-    _point_motion(w, f + F_BODY * sa + 36, fp[rb], fp[rb + 1], fp[rb + 2], w, f + F_VA + 12 * sa + 6, w, P + 12)
-    _point_motion(w, f + F_BODY * sb + 36, fp[rb + 3], fp[rb + 4], fp[rb + 5], w, f + F_VA + 12 * sb + 6, w,
-                  P + 18)
+    xa, xb = f + F_BODY * sa + FS_X, f + F_BODY * sb + FS_X
+    _point_motion(w, xa, fp[rb], fp[rb + 1], fp[rb + 2], w, f + F_VA + 12 * sa, w, P)
+    _point_motion(w, xb, fp[rb + 3], fp[rb + 4], fp[rb + 5], w, f + F_VA + 12 * sb, w, P + 6)
+    _point_motion(w, xa, fp[rb], fp[rb + 1], fp[rb + 2], w, f + F_VA + 12 * sa + 6, w, P + 12)
+    _point_motion(w, xb, fp[rb + 3], fp[rb + 4], fp[rb + 5], w, f + F_VA + 12 * sb + 6, w, P + 18)
     wa0, wa1, wa2, wb0, wb1, wb2 = w[P], w[P + 1], w[P + 2], w[P + 6], w[P + 7], w[P + 8]
     va0, va1, va2, vb0, vb1, vb2 = w[P + 3], w[P + 4], w[P + 5], w[P + 9], w[P + 10], w[P + 11]
     kk = ls + 15                                                    # k (5)
