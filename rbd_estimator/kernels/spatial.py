@@ -5,11 +5,14 @@ readable counterpart (6 × 6 numpy matrices), which the tests use as the oracle.
 
 One representation: a Plücker transform ``ᴮX_A = plux(E, r) = rot(E) xlt(r)`` (eq. 2.24) is its
 rotation ``E`` (3 × 3, row-major in 9 floats) and its translation ``r`` (3 floats, the position of
-B's origin in A coordinates), never a 6 × 6 matrix in the tree kernels: ``X m``, ``X⁻¹ m``, ``Xᵀ f``,
-``X⁻ᵀ f`` and ``Xᵀ I X`` are written out in those 12 numbers, as pinocchio's ``SE3``. Motion vectors
-are ``[ω; v]``, force vectors ``[n; f]``; a rigid-body inertia is 10 numbers
-(:func:`rbi_compact`); a general 6 × 6 matrix (an articulated inertia, a transform the cluster
-kernels compose) is 36 floats, row-major.
+B's origin in A coordinates), never a 6 × 6 matrix in any kernel: ``X m``, ``X⁻¹ m``, ``Xᵀ f``,
+``X⁻ᵀ f``, ``X₁ X₂`` and ``Xᵀ I X`` are written out in those 12 numbers, as pinocchio's ``SE3``
+(:func:`mx_col` and :func:`fxT_col_add` apply a transform to the columns of a row-major 6 × n block,
+as the cluster kernels' ``𝒥X S`` and ``Xᵀ U``). :func:`plux_into` writes the matrix's entries only
+where a sparse system holds them as its coefficients (the generic tick's ``D``, Nori eqs. 4a, 4d).
+Motion vectors are ``[ω; v]``, force vectors ``[n; f]``; a rigid-body inertia is 10 numbers
+(:func:`rbi_compact`); a general 6 × 6 matrix that is not a transform (an inertia, an articulated
+inertia) is 36 floats, row-major.
 
 Every operand is ``(array, offset)`` into a flat float array (``E, eo``: ``E[eo:eo + 9]``; ``r, ro``;
 ``x, xo``; …), so that kernels work on slices of packed buffers without creating views (in a
@@ -17,7 +20,7 @@ compiled loop over bodies a view costs as much as a 6-vector operation). Offsets
 index through :data:`~rbd_estimator.jit.uidx`). Every primitive is inlined into its caller
 (``inline='always'``: a call would cost as much as the body); a primitive reads all its inputs
 before it writes, so an output may alias an input unless the docstring says otherwise. Primitives
-do not branch (the cross products and 6 × 6 products return six numbers, which :func:`set6` or
+do not branch (the cross products and :func:`mv6` return six numbers, which :func:`set6` or
 :func:`add6` store: ``y = …`` and ``y += …`` without a flag): numba counts the references
 of the arrays an inlined function receives, and only where the function is one straight path can it
 prune those counts again (a branching primitive cost the joint transforms 5× on iCub).
@@ -287,27 +290,19 @@ def solve_rbi(I, io, L, lo, x, xo, y, yo, s):
 
 # ---------------------------------------------------------------------------- 6 × 6 matrices (row-major)
 @primitive
-def _mv6(M, mo, rs, cs, x, xo):
-    """``M x`` for a 6 × 6 ``M`` with row stride ``rs`` and column stride ``cs`` from ``M[mo]``
-    (``rs, cs = 6, 1``: ``M``; ``1, 6``: ``Mᵀ``), as six numbers."""
-    x0, x1, x2, x3, x4, x5 = x[_u(xo)], x[_u(xo + 1)], x[_u(xo + 2)], x[_u(xo + 3)], x[_u(xo + 4)], x[_u(xo + 5)]
-    o0, o1, o2, o3, o4, o5 = mo, mo + rs, mo + 2 * rs, mo + 3 * rs, mo + 4 * rs, mo + 5 * rs
-    return (_row6(M, o0, cs, x0, x1, x2, x3, x4, x5), _row6(M, o1, cs, x0, x1, x2, x3, x4, x5),
-            _row6(M, o2, cs, x0, x1, x2, x3, x4, x5), _row6(M, o3, cs, x0, x1, x2, x3, x4, x5),
-            _row6(M, o4, cs, x0, x1, x2, x3, x4, x5), _row6(M, o5, cs, x0, x1, x2, x3, x4, x5))
-
-
-@primitive
-def _row6(M, o, cs, x0, x1, x2, x3, x4, x5):
-    """One row of :func:`_mv6`."""
-    return (M[_u(o)] * x0 + M[_u(o + cs)] * x1 + M[_u(o + 2 * cs)] * x2 + M[_u(o + 3 * cs)] * x3
-            + M[_u(o + 4 * cs)] * x4 + M[_u(o + 5 * cs)] * x5)
-
-
-@primitive
 def mv6(M, mo, x, xo):
-    """``M x`` for a 6 × 6 ``M = M[mo:mo + 36]``, as six numbers."""
-    return _mv6(M, mo, 6, 1, x, xo)
+    """``M x`` for a general 6 × 6 ``M = M[mo:mo + 36]`` (an inertia, not a transform), as six numbers."""
+    x0, x1, x2, x3, x4, x5 = x[_u(xo)], x[_u(xo + 1)], x[_u(xo + 2)], x[_u(xo + 3)], x[_u(xo + 4)], x[_u(xo + 5)]
+    return (_row6(M, mo, x0, x1, x2, x3, x4, x5), _row6(M, mo + 6, x0, x1, x2, x3, x4, x5),
+            _row6(M, mo + 12, x0, x1, x2, x3, x4, x5), _row6(M, mo + 18, x0, x1, x2, x3, x4, x5),
+            _row6(M, mo + 24, x0, x1, x2, x3, x4, x5), _row6(M, mo + 30, x0, x1, x2, x3, x4, x5))
+
+
+@primitive
+def _row6(M, o, x0, x1, x2, x3, x4, x5):
+    """One row of :func:`mv6`."""
+    return (M[_u(o)] * x0 + M[_u(o + 1)] * x1 + M[_u(o + 2)] * x2 + M[_u(o + 3)] * x3 + M[_u(o + 4)] * x4
+            + M[_u(o + 5)] * x5)
 
 
 @primitive
