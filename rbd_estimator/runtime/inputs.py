@@ -258,7 +258,7 @@ class SensorInputs:
             H_KF=order, F_KF=kf, H_JTJS=int(jt_in_js)))
         self.I, self.F = I, F
         rows = {WRENCH_MESSAGE: ft, ARRAY_MESSAGE: cells, JOINT_EFFORT: jt}
-        offsets = dict(getattr(settings, "ft_offsets", ()))
+        offsets = dict(settings.ft_offsets)
         self.slots, self._index = {}, {}
         for s, (name, kind, topic, timeout, size) in enumerate(entries):
             r = slots0 + core.SLOT_W * s
