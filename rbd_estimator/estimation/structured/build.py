@@ -366,7 +366,8 @@ def _build(est: TreeProblem) -> StructuredSolver:
 
     # ---- work
     sizes = dict(tree.work_sizes(), WIC=10 * NB + 10, WPHI=6 * NX, WD=NOBS * NZ,
-                 WV0=NOBS, WK=6 * NX, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NX, WNHH=NX * NX, WBA=6,
+                 WV0=NOBS, WK=6 * NX, WA00=6, WJ=(MSC + 1) * NZ, WRR=MSC + 1,  # + a zero row (solve._three_rows)
+                 WNAA=36, WNAH=6 * NX, WNHH=NX * NX, WBA=6,
                  WBH=NX, WH=NX, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=(MSC + NX) * (NX + 1) + NX + 1, WU=max(NOBS, 6 * NX), WT=nj * NX, WZ=NCOV * NX,
                  WS0=6 * NB, WF0=6 * NB, WKT=6 * NX)
