@@ -242,14 +242,12 @@ def _add_prior(ip, fp, w):
 def _cholesky_solve(N, no, n, b, bo, x, xo):
     """Solve ``N x = b`` (lower triangle of the row-major ``n × n`` ``N`` factorised in place:
     ``L`` below the diagonal, ``1 / L_jj`` on it).
-    Two columns at a time (the second's entries less the first's term ``L_ij L_{j+1,j}``).
     Returns ``min_k L_kk² / N_kk``, the smallest squared sine between a column of ``J`` and the
     span of the previous ones (scale-invariant; 0 if ``N`` is not positive definite)."""
     if n == 0:
         return 1.0
     worst = 1.0
-    j = 0
-    while j < n:
+    for j in range(n):
         rj = no + n * j
         njj = N[_u(rj + j)]
         s = njj
@@ -261,60 +259,24 @@ def _cholesky_solve(N, no, n, b, bo, x, xo):
             worst = s / njj
         r = 1.0 / np.sqrt(s)
         N[_u(rj + j)] = r                         # the diagonal keeps 1 / L_jj: no division below
-        if j + 1 < n:                             # columns j and j + 1 together: L_ik loaded once for both
-            rq = rj + n
-            t = N[_u(rq + j)]
+        i = j + 1
+        while i + 4 <= n:                         # four rows at a time: L_jk loaded once for them
+            r0, r1, r2, r3 = no + n * i, no + n * (i + 1), no + n * (i + 2), no + n * (i + 3)
+            s0, s1, s2, s3 = N[_u(r0 + j)], N[_u(r1 + j)], N[_u(r2 + j)], N[_u(r3 + j)]
             for k in range(j):
-                t -= N[_u(rq + k)] * N[_u(rj + k)]
-            t *= r
-            N[_u(rq + j)] = t                      # L_{j+1, j}
-            njj1 = N[_u(rq + j + 1)]
-            s1 = njj1
-            for k in range(j + 1):
-                s1 -= N[_u(rq + k)] * N[_u(rq + k)]
-            if not (s1 > 0.0):
-                return 0.0
-            if s1 < worst * njj1:
-                worst = s1 / njj1
-            r1 = 1.0 / np.sqrt(s1)
-            N[_u(rq + j + 1)] = r1
-            i = j + 2
-            while i + 4 <= n:                     # four rows at a time: L_jk, L_{j+1,k} loaded once for them
-                r0_, r1_, r2_, r3_ = no + n * i, no + n * (i + 1), no + n * (i + 2), no + n * (i + 3)
-                a0, a1, a2, a3 = N[_u(r0_ + j)], N[_u(r1_ + j)], N[_u(r2_ + j)], N[_u(r3_ + j)]
-                c0, c1, c2, c3 = N[_u(r0_ + j + 1)], N[_u(r1_ + j + 1)], N[_u(r2_ + j + 1)], N[_u(r3_ + j + 1)]
-                for k in range(j):
-                    lk, mk = N[_u(rj + k)], N[_u(rq + k)]
-                    x0, x1, x2, x3 = N[_u(r0_ + k)], N[_u(r1_ + k)], N[_u(r2_ + k)], N[_u(r3_ + k)]
-                    a0 -= x0 * lk
-                    a1 -= x1 * lk
-                    a2 -= x2 * lk
-                    a3 -= x3 * lk
-                    c0 -= x0 * mk
-                    c1 -= x1 * mk
-                    c2 -= x2 * mk
-                    c3 -= x3 * mk
-                a0, a1, a2, a3 = a0 * r, a1 * r, a2 * r, a3 * r
-                N[_u(r0_ + j)], N[_u(r1_ + j)], N[_u(r2_ + j)], N[_u(r3_ + j)] = a0, a1, a2, a3
-                N[_u(r0_ + j + 1)] = (c0 - a0 * t) * r1
-                N[_u(r1_ + j + 1)] = (c1 - a1 * t) * r1
-                N[_u(r2_ + j + 1)] = (c2 - a2 * t) * r1
-                N[_u(r3_ + j + 1)] = (c3 - a3 * t) * r1
-                i += 4
-            for i in range(i, n):
-                ri = no + n * i
-                a = N[_u(ri + j)]
-                c = N[_u(ri + j + 1)]
-                for k in range(j):
-                    xk = N[_u(ri + k)]
-                    a -= xk * N[_u(rj + k)]
-                    c -= xk * N[_u(rq + k)]
-                a *= r
-                N[_u(ri + j)] = a
-                N[_u(ri + j + 1)] = (c - a * t) * r1
-            j += 2
-        else:
-            j += 1
+                lk = N[_u(rj + k)]
+                s0 -= N[_u(r0 + k)] * lk
+                s1 -= N[_u(r1 + k)] * lk
+                s2 -= N[_u(r2 + k)] * lk
+                s3 -= N[_u(r3 + k)] * lk
+            N[_u(r0 + j)], N[_u(r1 + j)], N[_u(r2 + j)], N[_u(r3 + j)] = s0 * r, s1 * r, s2 * r, s3 * r
+            i += 4
+        for i in range(i, n):
+            ri = no + n * i
+            s = N[_u(ri + j)]
+            for k in range(j):
+                s -= N[_u(ri + k)] * N[_u(rj + k)]
+            N[_u(ri + j)] = s * r
     for j in range(n):
         s = b[_u(bo + j)]
         for k in range(j):
