@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from ...errors import ConfigError
 from ...model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
 from ...model.forward_kinematics import KinematicTree, motion_axes
+from ...kernels.spatial import rbi_compact
 from .layout import _OBS_A, _OBS_F, _OBS_FP, HEADER, Packer
 from .solver import StructuredSolver
 
@@ -269,8 +270,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
     dsc = [[j for j in range(NB) if tsel[j] >= 0 and below(j, i)] for i in range(NB)]     # i's subtree's joints
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
     seg = np.zeros((NOBS, 2, 2), np.int64)               # per observation: its δ span and its h span
+    units = fpk.add(np.eye(6))                            # e_0 … e_5: a full observation's six projections
     for key, o, n, sx in observed:
-        grp += [_OBS_A if key[0] == "a" else (_OBS_F if sx < 0 else _OBS_FP), key[1], o, sx]
+        grp += [_OBS_A if key[0] == "a" else (_OBS_F if sx < 0 else _OBS_FP), key[1], o, units if sx < 0 else sx]
         lo, hi = NX, 0
         if key[0] == "f":
             for ci in range(NC):
@@ -363,14 +365,16 @@ def _build(est: TreeProblem) -> StructuredSolver:
     fp = fpk.array()
 
     # ---- work
-    sizes = dict(tree.work_sizes(), WIC=10 * NB, WPHI=6 * NX, WD=NOBS * NZ,
-                 WV0=NOBS, WK=6 * NX, WA00=6, WJ=MSC * NZ, WRR=MSC, WNAA=36, WNAH=6 * NX, WNHH=NX * NX, WBA=6,
+    sizes = dict(tree.work_sizes(), WIC=10 * NB + 10, WPHI=6 * NX, WD=NOBS * NZ,
+                 WV0=NOBS, WK=6 * NX, WA00=6, WJ=(MSC + 1) * NZ, WRR=MSC + 1,  # + a zero row (solve._three_rows)
+                 WNAA=36, WNAH=6 * NX, WNHH=NX * NX, WBA=6,
                  WBH=NX, WH=NX, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=(MSC + NX) * (NX + 1) + NX + 1, WU=max(NOBS, 6 * NX), WT=nj * NX, WZ=NCOV * NX,
                  WS0=6 * NB, WF0=6 * NB, WKT=6 * NX)
     wk = Packer(np.float64)
     w_off = {name: wk.reserve(size) for name, size in sizes.items()}
     w = wk.array()
+    w[w_off["WIC"] + 10 * NB:w_off["WIC"] + 10 * NB + 10] = rbi_compact(np.eye(6))   # after the I^c_b: M = 1
     w[w_off["WMS"]] = 1.0
     for j in range(NH):                             # h observes itself: a constant identity block of D
         w[w_off["WD"] + (obs_h + j) * NZ + za + msa + j] = 1.0

@@ -136,7 +136,8 @@ def _output_row(ip, fp, w, r):
 def _substitute4(w, L, NX, z, first, rows=4):
     """Forward substitution ``z_a ← L⁻¹ z_a`` of ``rows`` (4, or 1) consecutive rows ``z_a = w[z + a NX:
     …]`` of length ``NX`` whose entries before ``first`` are zero (``L`` row-major, ``1 / L_jj`` on
-    its diagonal)."""
+    its diagonal). Four rows go two entries at a time: each ``z_ak`` loaded once for ``j`` and ``j + 1``
+    (the second less the first's term ``L_{j+1,j} z_aj``)."""
     if rows == 1:
         for j in range(first, NX):
             s = w[_u(z + j)]
@@ -145,7 +146,30 @@ def _substitute4(w, L, NX, z, first, rows=4):
             w[_u(z + j)] = s * w[_u(L + NX * j + j)]
         return
     z1, z2, z3 = z + NX, z + 2 * NX, z + 3 * NX
-    for j in range(first, NX):
+    j = first
+    while j + 2 <= NX:                         # entries j and j + 1 together: z_k loaded once for both
+        s0, s1, s2, s3 = w[_u(z + j)], w[_u(z1 + j)], w[_u(z2 + j)], w[_u(z3 + j)]
+        t0, t1, t2, t3 = w[_u(z + j + 1)], w[_u(z1 + j + 1)], w[_u(z2 + j + 1)], w[_u(z3 + j + 1)]
+        lj, lq = L + NX * j, L + NX * (j + 1)
+        for k in range(first, j):
+            l, m = w[_u(lj + k)], w[_u(lq + k)]
+            x0, x1, x2, x3 = w[_u(z + k)], w[_u(z1 + k)], w[_u(z2 + k)], w[_u(z3 + k)]
+            s0 -= l * x0
+            s1 -= l * x1
+            s2 -= l * x2
+            s3 -= l * x3
+            t0 -= m * x0
+            t1 -= m * x1
+            t2 -= m * x2
+            t3 -= m * x3
+        d = w[_u(lj + j)]
+        s0, s1, s2, s3 = s0 * d, s1 * d, s2 * d, s3 * d
+        m, e = w[_u(lq + j)], w[_u(lq + j + 1)]
+        w[_u(z + j)], w[_u(z1 + j)], w[_u(z2 + j)], w[_u(z3 + j)] = s0, s1, s2, s3
+        w[_u(z + j + 1)], w[_u(z1 + j + 1)] = (t0 - m * s0) * e, (t1 - m * s1) * e
+        w[_u(z2 + j + 1)], w[_u(z3 + j + 1)] = (t2 - m * s2) * e, (t3 - m * s3) * e
+        j += 2
+    for j in range(j, NX):
         s0, s1, s2, s3 = w[_u(z + j)], w[_u(z1 + j)], w[_u(z2 + j)], w[_u(z3 + j)]
         lj = L + NX * j
         for k in range(first, j):

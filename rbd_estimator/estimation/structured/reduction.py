@@ -34,7 +34,8 @@ def _backward_without_contacts(ip, fp, w, E):
 @njit
 def _observations(ip, fp, w):
     """Contact columns ``Φ_c = ⁰X*_{b_c} X_Fᵀ B_c`` (base coordinates), and every observed quantity
-    as ``v⁰ + D z``: ``a_b = a⁰_b + ᵇX_0 a_0``; ``f_s = f⁰_s + I^c_s ˢX_0 a_0 − ˢX*_0 Φ h``."""
+    as ``v⁰ + D z``: ``a_b = a⁰_b + ᵇX_0 a_0``; ``f_s = f⁰_s + I^c_s ˢX_0 a_0 − ˢX*_0 Φ h``, each row a
+    projection ``sᵀ`` of one of them (``D_a``'s row through the library's ``rbi_apply`` and ``fxT_add``)."""
     floating, NC = ip[H_FLOAT], ip[H_NC]
     za = _za(ip)
     NZ = za + ip[H_NX]
@@ -48,50 +49,28 @@ def _observations(ip, fp, w):
             for k in range(6):
                 w[_u(w_Phi + 6 * col + k)] = 0.0
             fxT_add(w, w_R + 9 * b, w, w_p + 3 * b, fp, f_XB + ip[_u(i_cxb + c)] + 6 * j, w, w_Phi + 6 * col, 1.0)
-    i_grp = ip[H_GRP]
-    col6 = w_tmp + 24
+    i_grp, col6, w_one = ip[H_GRP], w_tmp + 24, w_Ic + 10 * ip[H_NB]
     for gk in range(ip[H_NGRP]):
-        kind, b, o = ip[_u(i_grp + 4 * gk)], ip[_u(i_grp + 4 * gk + 1)], ip[_u(i_grp + 4 * gk + 2)]
-        Ro, po = w_R + 9 * b, w_p + 3 * b
-        p0, p1, p2 = w[_u(po)], w[_u(po + 1)], w[_u(po + 2)]
-        if kind == _OBS_FP:
-            _projected_wrench(ip, fp, w, za, NZ, b, o, ip[_u(i_grp + 4 * gk + 3)], col6)
-        elif kind == _OBS_A:
+        kind, b, o, sx = ip[_u(i_grp + 4 * gk)], ip[_u(i_grp + 4 * gk + 1)], ip[_u(i_grp + 4 * gk + 2)], \
+            ip[_u(i_grp + 4 * gk + 3)]
+        # n projections sᵀ u_b of the body's u_b = a_b (through M = 1) or f_b (through M = I^c_b): a full
+        # observation is s = e_0 … e_5 (sx: the identity), a joint-torque sensor one s (its motion axis)
+        n = 1 if kind == _OBS_FP else 6
+        u0 = (w_a if kind == _OBS_A else w_f) + 6 * b
+        M = w_one if kind == _OBS_A else w_Ic + 10 * b
+        for a in range(n):                             # v⁰ = sᵀ u⁰_b
+            v = 0.0
             for k in range(6):
-                w[_u(w_v0 + o + k)] = w[_u(w_a + 6 * b + k)]
-            if za:                                     # D_a = ᵇX_0 = [[R, 0], [−R p×, R]]
-                for a in range(3):
-                    ra0, ra1, ra2 = w[_u(Ro + 3 * a)], w[_u(Ro + 3 * a + 1)], w[_u(Ro + 3 * a + 2)]
-                    d = w_D + (o + a) * NZ
-                    w[_u(d)], w[_u(d + 1)], w[_u(d + 2)] = ra0, ra1, ra2
-                    w[_u(d + 3)], w[_u(d + 4)], w[_u(d + 5)] = 0.0, 0.0, 0.0
-                    d = w_D + (o + 3 + a) * NZ
-                    w[_u(d)] = -(ra1 * p2 - ra2 * p1)
-                    w[_u(d + 1)] = -(ra2 * p0 - ra0 * p2)
-                    w[_u(d + 2)] = -(ra0 * p1 - ra1 * p0)
-                    w[_u(d + 3)], w[_u(d + 4)], w[_u(d + 5)] = ra0, ra1, ra2
-        else:
-            for k in range(6):
-                w[_u(w_v0 + o + k)] = w[_u(w_f + 6 * b + k)]
-            if za:                                     # D_a = I^c_b ᵇX_0, column by column
+                v += fp[_u(sx + 6 * a + k)] * w[_u(u0 + k)]
+            w[_u(w_v0 + o + a)] = v
+        if za:                                         # D_a = sᵀ M ᵇX_0 = (ᵇX_0ᵀ (M s))ᵀ, M symmetric
+            for a in range(n):
+                d = w_D + (o + a) * NZ
                 for k in range(6):
-                    if k < 3:                          # [R e_k; −R (p × e_k)]
-                        c0 = -p2 if k == 1 else (p1 if k == 2 else 0.0)
-                        c1 = p2 if k == 0 else (-p0 if k == 2 else 0.0)
-                        c2 = -p1 if k == 0 else (p0 if k == 1 else 0.0)
-                        for a in range(3):
-                            w[_u(col6 + a)] = w[_u(Ro + 3 * a + k)]
-                            w[_u(col6 + 3 + a)] = -(w[_u(Ro + 3 * a)] * c0 + w[_u(Ro + 3 * a + 1)] * c1
-                                                    + w[_u(Ro + 3 * a + 2)] * c2)
-                    else:                              # [0; R e_k]
-                        for a in range(3):
-                            w[_u(col6 + a)] = 0.0
-                            w[_u(col6 + 3 + a)] = w[_u(Ro + 3 * a + k - 3)]
-                    for a in range(6):
-                        w[_u(col6 + 6 + a)] = 0.0
-                    rbi_apply(w, w_Ic + 10 * b, w, col6, w, col6 + 6, 1.0)
-                    for a in range(6):
-                        w[_u(w_D + (o + a) * NZ + k)] = w[_u(col6 + 6 + a)]
+                    w[_u(col6 + k)] = 0.0
+                    w[_u(d + k)] = 0.0
+                rbi_apply(w, M, fp, sx + 6 * a, w, col6, 1.0)
+                fxT_add(w, w_R + 9 * b, w, w_p + 3 * b, w, col6, w, d, 1.0)
     i_pair = ip[H_PAIR]
     for pk in range(ip[H_NPAIR]):
         pr = i_pair + 4 * pk
@@ -110,25 +89,6 @@ def _observations(ip, fp, w):
                 fx(w, w_R + 9 * b, w, w_p + 3 * b, w, w_Phi + 6 * col, w, col6, -1.0)
                 for a in range(6):
                     w[_u(w_D + (o + a) * NZ + za + col)] = w[_u(col6 + a)]
-
-
-@njit(inline="always")       # inlined: a call per joint would increment and decrement the arrays' counts
-def _projected_wrench(ip, fp, w, za, NZ, b, o, sx, t):
-    """One projection ``sᵀ f_b`` of a body's wrench (a joint-torque sensor: ``s`` its motion axis):
-    ``v⁰ = sᵀ f⁰_b`` and ``D_a = sᵀ I^c_b ᵇX_0``, computed as ``(ᵇX_0ᵀ (I^c_b s))ᵀ`` (two
-    transforms instead of the six columns of :func:`_observations`' full wrench); ``w[t:t + 6]``
-    is scratch."""
-    w_f, w_D = ip[H_WF] + 6 * b, ip[H_WD] + o * NZ
-    v = 0.0
-    for k in range(6):
-        v += fp[_u(sx + k)] * w[_u(w_f + k)]
-    w[_u(ip[H_WV0] + o)] = v
-    if za:
-        for k in range(6):
-            w[_u(t + k)] = 0.0
-            w[_u(w_D + k)] = 0.0
-        rbi_apply(w, ip[H_WIC] + 10 * b, fp, sx, w, t, 1.0)
-        fxT_add(w, ip[H_WRP] + 9 * b, w, ip[H_WP] + 3 * b, w, t, w, w_D, 1.0)
 
 
 @njit

@@ -116,15 +116,15 @@ def _normal_equations(ip, fp, w):
 
 @njit(inline="always")
 def _sensor_rows(ip, fp, w, two):
-    """The sensor rows' part of :func:`_normal_equations`: each row over its column ranges, the first
-    (its joints' ``δ``, or its contacts' ``h`` when the accelerations are exact) and, ``two``, the
-    second (its contacts' ``h``); another limb's columns in between are skipped. Inlined with a literal
+    """The sensor rows' part of :func:`_normal_equations`: each row ``j = G D`` over its column ranges,
+    the first (its joints' ``δ``, or its contacts' ``h`` when the accelerations are exact) and,
+    ``two``, the second (its contacts' ``h``), and its right-hand side; then their products into ``N``
+    (:func:`_products`; another limb's columns in between are skipped). Inlined with a literal
     ``two``, whose branches the compiler removes."""
     floating, NX, MSC = ip[H_FLOAT], ip[H_NX], ip[H_MSC]
     za = _za(ip)
     NZ = za + NX
-    w_D, w_v0, w_J, w_rr, w_ms = ip[H_WD], ip[H_WV0], ip[H_WJ], ip[H_WRR], ip[H_WMS]
-    Naa, Nah, Nhh, ba, bh, w_a00 = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH], ip[H_WA00]
+    w_D, w_v0, w_J, w_rr, w_ms, w_a00 = ip[H_WD], ip[H_WV0], ip[H_WJ], ip[H_WRR], ip[H_WMS], ip[H_WA00]
     i_Cp, i_Ci, f_Cx, i_CRp, i_CRi, f_CRx = ip[H_CP], ip[H_CI], ip[H_CX], ip[H_CRP], ip[H_CRI], ip[H_CRX]
     i_clo, i_chi = ip[H_CLO], ip[H_CHI]
     for r in range(MSC):                   # a row's columns: two ranges, the first before the second
@@ -157,34 +157,75 @@ def _sensor_rows(ip, fp, w, two):
             if two:
                 for j in range(lo1, hi1):
                     w[_u(jx + j)] += g * w[_u(dx + j)]
-        if floating:                       # j_a's six entries: the loops below unroll
-            s = _base_row(w, jr, w_a00, Naa, s)
-            w[_u(w_rr + r)] = s
+        if floating:                       # r − G v⁰ − j_a · a⁰⁰
             for k in range(6):
-                ak = w[_u(jr + k)]
-                nk = Nah + NX * k
-                for j in range(lo0, hi0):
-                    w[_u(nk + j)] += ak * w[_u(jx + j)]
-                if two:
-                    for j in range(lo1, hi1):
-                        w[_u(nk + j)] += ak * w[_u(jx + j)]
-                w[_u(ba + k)] += ak * s
-        else:
-            w[_u(w_rr + r)] = s
-        for j in range(lo0, hi0):          # N_hh += j jᵀ (lower triangle)
-            hj = w[_u(jx + j)]
-            nj = Nhh + NX * j
-            for m in range(lo0, j + 1):
-                w[_u(nj + m)] += hj * w[_u(jx + m)]
-            w[_u(bh + j)] += hj * s
-        for j in range(lo1, hi1 if two else lo1):
-            hj = w[_u(jx + j)]
-            nj = Nhh + NX * j
-            for m in range(lo0, hi0):
-                w[_u(nj + m)] += hj * w[_u(jx + m)]
-            for m in range(lo1, j + 1):
-                w[_u(nj + m)] += hj * w[_u(jx + m)]
-            w[_u(bh + j)] += hj * s
+                s -= w[_u(jr + k)] * w[_u(w_a00 + k)]
+        w[_u(w_rr + r)] = s
+    _products(ip, w, two)
+
+
+@njit(inline="always")
+def _products(ip, w, two):
+    """The rows' products into ``N`` and ``b``, three rows at a time (:func:`_three_rows`)."""
+    MSC, za = ip[H_MSC], _za(ip)
+    NZ = za + ip[H_NX]
+    r = 0
+    while r < MSC:                         # rows r, r + 1, r + 2 if they share r's ranges, else the zero row MSC
+        r1 = r + 1 if r + 1 < MSC and _same_ranges(ip, r, r + 1) else MSC
+        r2 = r + 2 if r1 < MSC and r + 2 < MSC and _same_ranges(ip, r, r + 2) else MSC
+        _three_rows(ip, w, r, r1, r2, NZ, za, two)
+        r = r + 1 if r1 == MSC else (r + 2 if r2 == MSC else r + 3)
+
+
+@njit(inline="always")
+def _same_ranges(ip, r, q):
+    """Whether sensor rows ``r`` and ``q`` have the same column ranges."""
+    i_clo, i_chi = ip[H_CLO], ip[H_CHI]
+    return (ip[_u(i_clo + 2 * r)] == ip[_u(i_clo + 2 * q)] and ip[_u(i_chi + 2 * r)] == ip[_u(i_chi + 2 * q)]
+            and ip[_u(i_clo + 2 * r + 1)] == ip[_u(i_clo + 2 * q + 1)]
+            and ip[_u(i_chi + 2 * r + 1)] == ip[_u(i_chi + 2 * q + 1)])
+
+
+@njit(inline="always")
+def _three_rows(ip, w, r, r1, r2, NZ, za, two):
+    """``N_aa += Σ j_a j_aᵀ``, ``N_ah += Σ j_a j_xᵀ``, ``N_hh += Σ j_x j_xᵀ`` (lower triangles),
+    ``b_a += Σ j_a s``, ``b_h += Σ j_x s`` over the rows ``r, r1, r2`` that share ``r``'s column
+    ranges (``MSC``: the zero row after the last, a block of fewer than three): each entry of ``N``
+    loaded and stored once for the three."""
+    floating, NX = ip[H_FLOAT], ip[H_NX]
+    w_J, w_rr = ip[H_WJ], ip[H_WRR]
+    Naa, Nah, Nhh, ba, bh = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH]
+    lo0, hi0 = ip[_u(ip[H_CLO] + 2 * r)], ip[_u(ip[H_CHI] + 2 * r)]
+    lo1, hi1 = ip[_u(ip[H_CLO] + 2 * r + 1)], ip[_u(ip[H_CHI] + 2 * r + 1)]
+    j0, j1, j2 = w_J + r * NZ, w_J + r1 * NZ, w_J + r2 * NZ
+    x0, x1, x2 = j0 + za, j1 + za, j2 + za
+    s0, s1, s2 = w[_u(w_rr + r)], w[_u(w_rr + r1)], w[_u(w_rr + r2)]
+    if floating:                           # j_a's six entries: the loops below unroll
+        for k in range(6):
+            a0, a1, a2 = w[_u(j0 + k)], w[_u(j1 + k)], w[_u(j2 + k)]
+            for m in range(k + 1):
+                w[_u(Naa + 6 * k + m)] += a0 * w[_u(j0 + m)] + a1 * w[_u(j1 + m)] + a2 * w[_u(j2 + m)]
+            w[_u(ba + k)] += a0 * s0 + a1 * s1 + a2 * s2
+            nk = Nah + NX * k
+            for j in range(lo0, hi0):
+                w[_u(nk + j)] += a0 * w[_u(x0 + j)] + a1 * w[_u(x1 + j)] + a2 * w[_u(x2 + j)]
+            if two:
+                for j in range(lo1, hi1):
+                    w[_u(nk + j)] += a0 * w[_u(x0 + j)] + a1 * w[_u(x1 + j)] + a2 * w[_u(x2 + j)]
+    for j in range(lo0, hi0):              # N_hh += j jᵀ (lower triangle)
+        c0, c1, c2 = w[_u(x0 + j)], w[_u(x1 + j)], w[_u(x2 + j)]
+        nj = Nhh + NX * j
+        for m in range(lo0, j + 1):
+            w[_u(nj + m)] += c0 * w[_u(x0 + m)] + c1 * w[_u(x1 + m)] + c2 * w[_u(x2 + m)]
+        w[_u(bh + j)] += c0 * s0 + c1 * s1 + c2 * s2
+    for j in range(lo1, hi1 if two else lo1):
+        c0, c1, c2 = w[_u(x0 + j)], w[_u(x1 + j)], w[_u(x2 + j)]
+        nj = Nhh + NX * j
+        for m in range(lo0, hi0):
+            w[_u(nj + m)] += c0 * w[_u(x0 + m)] + c1 * w[_u(x1 + m)] + c2 * w[_u(x2 + m)]
+        for m in range(lo1, j + 1):
+            w[_u(nj + m)] += c0 * w[_u(x0 + m)] + c1 * w[_u(x1 + m)] + c2 * w[_u(x2 + m)]
+        w[_u(bh + j)] += c0 * s0 + c1 * s1 + c2 * s2
 
 
 @njit
@@ -195,19 +236,6 @@ def _add_prior(ip, fp, w):
     for j in range(NX):
         p = fp[_u(f_pri + j)]
         w[_u(Nhh + NX * j + j)] += p * p
-
-
-@njit
-def _base_row(w, jr, w_a00, Naa, s):
-    """The base part of one sensor row ``j_a = w[jr:jr + 6]``: ``N_aa += j_a j_aᵀ`` (lower
-    triangle) and the right-hand side ``s − j_a · a⁰⁰``, returned."""
-    for k in range(6):
-        s -= w[_u(jr + k)] * w[_u(w_a00 + k)]
-    for k in range(6):
-        ak = w[_u(jr + k)]
-        for m in range(k + 1):
-            w[_u(Naa + 6 * k + m)] += ak * w[_u(jr + m)]
-    return s
 
 
 @njit

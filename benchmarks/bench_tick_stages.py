@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Where the structured tick's time goes, stage by stage, on the shipped robots.
+
+    python benchmarks/bench_tick_stages.py [--robots icub,g1] [--variant measured] [--reps 200] [--rounds 40]
+
+Each prefix of the tick's steps (``structured/tick.py``: forward kinematics, backward pass, …,
+covariance) is compiled into one function that runs it ``--reps`` times in a loop; a stage is the
+difference of two successive prefixes' times (minimum over ``--rounds`` rounds), so that the
+Python call is paid once per loop, not per stage. Then the compiled kernel alone, the solver's
+Python entry and ``estimate(q, dq, ddq, y=y)``, each the best of ``--rounds`` × ``--reps`` calls.
+Variants: ``measured`` (``joint_acceleration_stddev: 0.5``, mean and covariance), ``mean-measured``,
+``covariance`` (the shipped configuration), ``mean``. A benchmark, not a test: it asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import timeit
+
+import numpy as np
+from numba import njit
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [REPO, os.path.join(REPO, "test")]
+
+from common import machine  # noqa: E402
+from groundtruth import GroundTruth  # noqa: E402
+from rbd_estimator import robots  # noqa: E402
+from rbd_estimator.estimation import SensorConfig, estimator_for  # noqa: E402
+from rbd_estimator.estimation.structured import tick as T  # noqa: E402
+from rbd_estimator.estimation.structured.covariance import _torque_rows  # noqa: E402
+from rbd_estimator.estimation.structured.layout import (H_ACTF, H_ACTI, H_COV, H_FLOAT, H_IMUB, H_IMUY,  # noqa: E402
+    H_NACT, H_NB, H_NH, H_NIMU, H_NX, H_RED, H_SCOV, H_SEND, H_SFP, H_SIMU, H_SINFO, H_SOUT, H_STAIL, H_SW, H_WBH,
+    H_WBA, H_WH, H_WMS, H_WNAA, H_WNAH, H_WNHH)
+from rbd_estimator.estimation.structured.solve import _sensor_rows  # noqa: E402
+
+VARIANTS = {"measured": dict(joint_acceleration_stddev=0.5), "mean-measured": dict(joint_acceleration_stddev=0.5,
+            covariance=False), "covariance": {}, "mean": dict(covariance=False)}
+STAGES = ["IMU sample copy", "finite checks", "forward kinematics", "backward pass, sources", "observations",
+          "joint columns ⁰S_j, F_j", "δ columns", "base equation", "normal equations: sensor rows",
+          "normal equations: all", "Cholesky and solve", "outputs and residual", "covariance: torque rows",
+          "covariance: all"]
+
+
+@njit
+def _rows_alone(ip, fp, w):
+    """The normal equations' zeroing and sensor rows, without the rank-12 term."""
+    NX = ip[H_NX]
+    for o, n in ((ip[H_WNAA], 36), (ip[H_WNAH], 6 * NX), (ip[H_WNHH], NX * NX), (ip[H_WBA], 6), (ip[H_WBH], NX)):
+        for k in range(n):
+            w[o + k] = 0.0
+    if NX > ip[H_NH]:
+        _sensor_rows(ip, fp, w, True)
+    else:
+        _sensor_rows(ip, fp, w, False)
+
+
+@njit
+def _prefix(ip, S, q, dq, ddq, y, upto, reps):
+    """The tick's steps up to stage ``upto`` (``STAGES``), ``reps`` times."""
+    acc = 0.0
+    NB, NX = ip[H_NB], ip[H_NX]
+    fp, w = S[ip[H_SFP]:ip[H_SW]], S[ip[H_SW]:ip[H_SEND]]
+    E, V = S[0:9 * NB], S[9 * NB:15 * NB]
+    imu_buf, out = S[ip[H_SIMU]:ip[H_SIMU] + 13], S[ip[H_SOUT]:ip[H_SINFO]]
+    for _ in range(reps):
+        for k in range(ip[H_NIMU]):
+            imu_buf[k] = y[ip[H_IMUY] + k]
+        if upto < 1:
+            continue
+        acc += T.zero_if_finite(q) + T.zero_if_finite(dq) + T.zero_if_finite(ddq) + T.zero_if_finite(y)
+        if upto < 2:
+            continue
+        T.forward_kinematics(ip, fp, w, E, V, q, dq, ddq, imu_buf[4:7])
+        if upto < 3:
+            continue
+        T._backward_without_contacts(ip, fp, w, E)
+        w_ms = ip[H_WMS]
+        if ip[H_IMUB] >= 0:
+            T.imu_velocity_product(ip, fp, w, V, w, w_ms + 1)
+        for k in range(y.shape[0]):
+            w[w_ms + 4 + k] = y[k]
+        T.subtract_actuator_terms(ip[H_NACT], ip, ip[H_ACTI], fp, ip[H_ACTF], dq, ddq, w, w_ms + 4)
+        if upto < 4:
+            continue
+        T._observations(ip, fp, w)
+        if upto < 5:
+            continue
+        if ip[H_COV] or NX > ip[H_NH]:
+            T.joint_columns(ip, fp, w)
+        if upto < 6:
+            continue
+        if NX > ip[H_NH]:
+            T.acceleration_columns(ip, fp, w)
+        if upto < 7:
+            continue
+        if ip[H_FLOAT]:
+            T._base_equation(ip, w)
+        if upto < 8:
+            continue
+        _rows_alone(ip, fp, w)
+        if upto < 9:
+            continue
+        T._normal_equations(ip, fp, w)
+        T._add_prior(ip, fp, w)
+        if upto < 10:
+            continue
+        acc += T._cholesky_solve(w, ip[H_WNHH], NX, w, ip[H_WBH], w, ip[H_WH])
+        if upto < 11:
+            continue
+        T._outputs(ip, fp, w, E, V, out)
+        if ip[H_RED]:
+            T._residual(ip, fp, w, out)
+        if upto < 12 or not ip[H_COV]:
+            continue
+        _torque_rows(ip, fp, w)
+        if upto < 13:
+            continue
+        T.covariance(ip, fp, w, S[ip[H_SCOV]:ip[H_STAIL]])
+    return acc
+
+
+def best_us(fn, reps: int, rounds: int) -> float:
+    return min(timeit.repeat(fn, number=1, repeat=rounds)) / reps * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--robots", default="icub,g1")
+    ap.add_argument("--variant", default="measured", choices=sorted(VARIANTS))
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=40)
+    args = ap.parse_args()
+    print(f"machine: {machine()}")
+    for name in args.robots.split(","):
+        with open(robots.urdf_file(name), encoding="utf-8") as fh:
+            xml = fh.read()
+        params = SensorConfig.from_yaml(robots.params_file(name)).to_parameters()
+        est = estimator_for(xml, SensorConfig.from_parameters({**params, **VARIANTS[args.variant]}))
+        if est.report.solver != "structured":
+            print(f"{name}: {est.report.solver} solver, no structured tick")
+            continue
+        inputs, _ = GroundTruth(xml, est).sample(np.random.default_rng(0))
+        q, dq, ddq = inputs["q"], inputs["dq"], inputs["ddq"]
+        y = est.measurements.fill(**{k: v for k, v in inputs.items() if k not in ("q", "dq", "ddq")}).copy()
+        st = est._structured
+        ip, S = st.ip, st.state
+        _prefix(ip, S, q, dq, ddq, y, len(STAGES), 2)
+        cum = [best_us(lambda: _prefix(ip, S, q, dq, ddq, y, k, args.reps), args.reps, args.rounds)
+               for k in range(len(STAGES))]
+        print(f"{name} ({args.variant}): n_x = {ip[H_NX]}, n_h = {ip[H_NH]}; µs per tick")
+        for k, label in enumerate(STAGES):        # (the sensor rows and the torque rows are run twice)
+            print(f"  {label:34s} {cum[k] - (cum[k - 1] if k else 0.0):6.2f}")
+        kernel = st.kernel.get_overload(T._SIGNATURE)
+        for label, fn in (("compiled kernel, one call", lambda: kernel(ip, S, q, dq, ddq, y)),
+                          ("StructuredSolver.estimate", lambda: st.estimate(q, dq, ddq, y)),
+                          ("estimate(q, dq, ddq, y=y)", lambda: est.estimate(q, dq, ddq, y=y))):
+            t = min(timeit.repeat(fn, number=args.reps, repeat=args.rounds)) / args.reps * 1e6
+            print(f"  {label:34s} {t:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
