@@ -303,6 +303,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
                 clo[2 * r + part], chi[2 * r + part] = min(a for a, _ in spans), max(b for _, b in spans)
         if chi[2 * r] == clo[2 * r]:                      # no δ (exact accelerations): h is the first range
             clo[2 * r:2 * r + 2], chi[2 * r:2 * r + 2] = (clo[2 * r + 1], 0), (chi[2 * r + 1], 0)
+    blocks = _row_blocks(clo, chi, MSC)
 
     # ---- outputs: out = O sel with sel = [τ (joint order), h, f of kept bodies]; the residual after
     O = lay.out_map.tocoo()
@@ -384,11 +385,11 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  GRP=ipk.add(np.array(grp, np.int64)), PAIR=ipk.add(np.array(pairs, np.int64).reshape(-1)),
                  CPATH=ipk.add(cpath), GP=ipk.add(Gp), GI=ipk.add(Gi), RP=ipk.add(Rp), RI=ipk.add(Ri),
                  CP=ipk.add(Cp), CI=ipk.add(Ci), CRP=ipk.add(CRp), CRI=ipk.add(CRi), CLO=ipk.add(clo),
-                 CHI=ipk.add(chi), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
+                 CHI=ipk.add(chi), BLK=ipk.add(blocks.reshape(-1)), OLO=ipk.add(olo), OHI=ipk.add(ohi), OP=ipk.add(Op), OI=ipk.add(Oi),
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT),
                  CBP=ipk.add(cbp), CBI=ipk.add(cbi), ANCP=ipk.add(ancp), ANCI=ipk.add(anci), DSCP=ipk.add(dscp),
                  DSCI=ipk.add(dsci), ACTI=ipk.add(est.actuators.ints))
-    counts = dict(NJ=nj, NH=NH, NX=NX, MSA=msa, NC=NC, MS=lay.m_sensor, MSC=MSC, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
+    counts = dict(NJ=nj, NH=NH, NX=NX, MSA=msa, NC=NC, MS=lay.m_sensor, MSC=MSC, NBLK=len(blocks), NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,
                   NIMU=est.n_imu, COV=int(cfg.covariance), NACT=est.actuators.count, **est.offsets)
     tail = counts["STAIL"]
@@ -430,3 +431,21 @@ def _self_check(est: TreeProblem, solver: StructuredSolver, seed: int = 7, count
             if status != 0 or not np.isfinite(err) or err > 1e-8 * scale:
                 raise _NotApplicable(f"self-check: structured and generic solutions differ by {err:.3g} "
                                      f"(scale {scale:.3g}, status {status})")
+
+
+def _row_blocks(clo: np.ndarray, chi: np.ndarray, MSC: int) -> np.ndarray:
+    """The sensor rows as blocks of up to three consecutive rows with the same column ranges
+    (``clo``/``chi``: two ranges per row), ``(n_blocks, 3)``; a block of fewer rows is padded with
+    ``MSC``, the zero row after the last (:func:`.solve._three_rows` takes a block at a time)."""
+    def same(r: int, q: int) -> bool:
+        return bool((clo[2 * r:2 * r + 2] == clo[2 * q:2 * q + 2]).all()
+                    and (chi[2 * r:2 * r + 2] == chi[2 * q:2 * q + 2]).all())
+
+    out, r = [], 0
+    while r < MSC:
+        n = 1
+        while n < 3 and r + n < MSC and same(r, r + n):
+            n += 1
+        out.append([r + k if k < n else MSC for k in range(3)])
+        r += n
+    return np.array(out, np.int64).reshape(-1, 3)

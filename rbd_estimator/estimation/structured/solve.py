@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import (H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NH, H_NX, H_WA00,
-    H_WBA, H_WBH, H_PRI, H_WD, H_WH, H_WJ, H_WK, H_WKT, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR, H_WU, H_WV0,
-    _u, _za, njit)
+from .layout import (H_BLK, H_CHI, H_CI, H_CLO, H_CP, H_CRI, H_CRP, H_CRX, H_CX, H_FLOAT, H_MSC, H_NBLK, H_NH,
+    H_NX, H_WA00, H_WBA, H_WBH, H_PRI, H_WD, H_WH, H_WJ, H_WK, H_WKT, H_WMS, H_WNAA, H_WNAH, H_WNHH, H_WQR, H_WRR,
+    H_WU, H_WV0, _u, _za, njit)
 
 @njit
 def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
@@ -166,24 +166,14 @@ def _sensor_rows(ip, fp, w, two):
 
 @njit(inline="always")
 def _products(ip, w, two):
-    """The rows' products into ``N`` and ``b``, three rows at a time (:func:`_three_rows`)."""
-    MSC, za = ip[H_MSC], _za(ip)
+    """The rows' products into ``N`` and ``b``, a block of up to three rows with the same column ranges
+    at a time (:func:`_three_rows`; the blocks are made at planning, ``build._row_blocks``)."""
+    za = _za(ip)
     NZ = za + ip[H_NX]
-    r = 0
-    while r < MSC:                         # rows r, r + 1, r + 2 if they share r's ranges, else the zero row MSC
-        r1 = r + 1 if r + 1 < MSC and _same_ranges(ip, r, r + 1) else MSC
-        r2 = r + 2 if r1 < MSC and r + 2 < MSC and _same_ranges(ip, r, r + 2) else MSC
-        _three_rows(ip, w, r, r1, r2, NZ, za, two)
-        r = r + 1 if r1 == MSC else (r + 2 if r2 == MSC else r + 3)
-
-
-@njit(inline="always")
-def _same_ranges(ip, r, q):
-    """Whether sensor rows ``r`` and ``q`` have the same column ranges."""
-    i_clo, i_chi = ip[H_CLO], ip[H_CHI]
-    return (ip[_u(i_clo + 2 * r)] == ip[_u(i_clo + 2 * q)] and ip[_u(i_chi + 2 * r)] == ip[_u(i_chi + 2 * q)]
-            and ip[_u(i_clo + 2 * r + 1)] == ip[_u(i_clo + 2 * q + 1)]
-            and ip[_u(i_chi + 2 * r + 1)] == ip[_u(i_chi + 2 * q + 1)])
+    i_blk = ip[H_BLK]
+    for k in range(ip[H_NBLK]):
+        b = i_blk + 3 * k
+        _three_rows(ip, w, ip[_u(b)], ip[_u(b + 1)], ip[_u(b + 2)], NZ, za, two)
 
 
 @njit(inline="always")
