@@ -6,8 +6,9 @@
 Each prefix of the tick's steps (``structured/tick.py``: forward kinematics, backward pass, …,
 covariance) is compiled into one function that runs it ``--reps`` times in a loop; a stage is the
 difference of two successive prefixes' times (minimum over ``--rounds`` rounds), so that the
-Python call is paid once per loop, not per stage. Then the compiled kernel alone, the solver's
-Python entry and ``estimate(q, dq, ddq, y=y)``, each the best of ``--rounds`` × ``--reps`` calls.
+Python call is paid once per loop, not per stage. The step list mirrors ``structured_tick``: a
+change to the tick's steps is made here too. Then the compiled kernel alone (``est.kernel()``'s
+arguments) and ``estimate(q, dq, ddq, y=y)``, each the best of ``--rounds`` × ``--reps`` calls.
 Variants: ``measured`` (``joint_acceleration_stddev: 0.5``, mean and covariance), ``mean-measured``,
 ``covariance`` (the shipped configuration), ``mean``. A benchmark, not a test: it asserts nothing.
 """
@@ -34,6 +35,7 @@ from rbd_estimator.estimation.structured.layout import (H_ACTF, H_ACTI, H_COV, H
     H_NACT, H_NB, H_NH, H_NIMU, H_NX, H_RED, H_SCOV, H_SEND, H_SFP, H_SIMU, H_SINFO, H_SOUT, H_STAIL, H_SW, H_WBH,
     H_WBA, H_WH, H_WMS, H_WNAA, H_WNAH, H_WNHH)
 from rbd_estimator.estimation.structured.solve import _sensor_rows  # noqa: E402
+from rbd_estimator.estimation.structured.solver import SIGNATURE  # noqa: E402
 
 VARIANTS = {"measured": dict(joint_acceleration_stddev=0.5), "mean-measured": dict(joint_acceleration_stddev=0.5,
             covariance=False), "covariance": {}, "mean": dict(covariance=False)}
@@ -144,17 +146,15 @@ def main() -> None:
         inputs, _ = GroundTruth(xml, est).sample(np.random.default_rng(0))
         q, dq, ddq = inputs["q"], inputs["dq"], inputs["ddq"]
         y = est.measurements.fill(**{k: v for k, v in inputs.items() if k not in ("q", "dq", "ddq")}).copy()
-        st = est._structured
-        ip, S = st.ip, st.state
+        ip, S = est.kernel()
         _prefix(ip, S, q, dq, ddq, y, len(STAGES), 2)
         cum = [best_us(lambda: _prefix(ip, S, q, dq, ddq, y, k, args.reps), args.reps, args.rounds)
                for k in range(len(STAGES))]
         print(f"{name} ({args.variant}): n_x = {ip[H_NX]}, n_h = {ip[H_NH]}; µs per tick")
         for k, label in enumerate(STAGES):        # (the sensor rows and the torque rows are run twice)
             print(f"  {label:34s} {cum[k] - (cum[k - 1] if k else 0.0):6.2f}")
-        kernel = st.kernel.get_overload(T._SIGNATURE)
+        kernel = T.compiled_tick().get_overload(SIGNATURE)
         for label, fn in (("compiled kernel, one call", lambda: kernel(ip, S, q, dq, ddq, y)),
-                          ("StructuredSolver.estimate", lambda: st.estimate(q, dq, ddq, y)),
                           ("estimate(q, dq, ddq, y=y)", lambda: est.estimate(q, dq, ddq, y=y))):
             t = min(timeit.repeat(fn, number=args.reps, repeat=args.rounds)) / args.reps * 1e6
             print(f"  {label:34s} {t:6.2f}")

@@ -24,7 +24,7 @@ _SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _IN, _IN, _IN, _IN)
 def structured_tick(ip, S, q, dq, ddq, y):
     """One estimate (module docstring) from the joint state and the measurement vector ``y``
     (the IMU's slice, ``NIMU`` values from ``IMUY``, copied to the state's IMU sample).
-    ``S``: the estimator's state buffer (``Estimator._state``),
+    ``S``: the estimator's state buffer (``EstimatorData.state``),
     which holds its ``(NB, 3, 3)`` rotations ``E`` and ``(NB, 6)`` velocities ``V`` (filled as its
     kinematics fills them), the generic solution vector ``xsol`` (whose ``a_0`` entries are set for
     ``Estimate.base_acceleration``), the IMU sample ``imu_buf``, the outputs ``out`` and ``info``,
@@ -32,7 +32,8 @@ def structured_tick(ip, S, q, dq, ddq, y):
     wraps each array argument in an allocated, atomically counted reference, ~80 ns). Returns 0; 1
     for a non-finite input (``info[0]`` which, ``info[1]`` index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio,
     ``info[3]`` the whitened residual's squared norm ``χ²``); 3 for an
-    input of the wrong size (nothing computed). Compiled by :func:`compiled_tick`."""
+    input of the wrong size (nothing computed). Compiled by :func:`compiled_tick`. Its steps are
+    mirrored, stage by stage, by ``benchmarks/bench_tick_stages.py``: change both together."""
     NB, NJ, NX, MS = ip[H_NB], ip[H_NJ], ip[H_NX], ip[H_MS]
     fp, w = S[ip[H_SFP]:ip[H_SW]], S[ip[H_SW]:ip[H_SEND]]
     E, V = S[0:9 * NB], S[9 * NB:15 * NB]
