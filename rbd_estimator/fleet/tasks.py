@@ -15,6 +15,11 @@ a recording with a marker is skipped. A recording that cannot be replayed at all
 missing, wrong parameters) is reported with its reason and gets no output (a rerun tries again); a
 truncated or corrupt recording is replayed up to the damage, like ``replay``: its outputs hold that
 part, the marker says ``status: partial`` and why.
+
+A worker process plans the estimator once per robot description and parameters (:func:`plans`, the
+last few kept) and gives every later recording of that robot the estimator exactly as planned (its
+per-tick data and warm starts restored; everything else of a replay is made anew per recording):
+the outputs are those of a replay in a fresh process, bit for bit (test/test_fleet_plans.py).
 """
 from __future__ import annotations
 
@@ -32,6 +37,19 @@ PARTIAL = ".partial"
 #: ``substring`` kills itself (SIGKILL) in the middle of the replay, once (while ``file`` does not
 #: exist; every time with no file)
 CRASH_ENV = "RBD_ESTIMATOR_FLEET_CRASH_ONCE"
+
+
+#: the robot descriptions and parameter sets whose estimator a worker process keeps (its latest ones)
+PLANS_KEPT = 4
+_plans = []
+
+
+def plans():
+    """This worker process's :class:`~rbd_estimator.runtime.plans.PlanCache` (made on first use)."""
+    if not _plans:
+        from ..runtime.plans import PlanCache
+        _plans.append(PlanCache(PLANS_KEPT))
+    return _plans[0]
 
 
 @dataclass(frozen=True)
@@ -108,7 +126,7 @@ def _replay(task: Task, tmp: str) -> dict:
     summary, rep = replay_bag(task.input, os.path.join(tmp, "estimates"), load_config(task.params), xml,
                               storage=task.storage, compress=task.compress, namespace=task.namespace,
                               node_name=task.node_name, collect=True, flush=table.flush,
-                              copy_inputs=task.copy_inputs, progress=_crash_hook(task))
+                              copy_inputs=task.copy_inputs, progress=_crash_hook(task), planner=plans().plan)
     table.start(rep.joint_names, rep.contact_names, rep.offset_names)
     table.close()
     _fsync_tree(tmp)

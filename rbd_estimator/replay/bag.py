@@ -76,7 +76,7 @@ def _open_input(path: str, summary: ReplaySummary):
 def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str | None = None, *,
                storage: str | None = None, compress: bool = True, namespace: str = "/",
                node_name: str = "rbd_estimator", collect: bool = False, progress=None,
-               copy_inputs: bool = True, flush=None):
+               copy_inputs: bool = True, flush=None, planner=None):
     """Replay ``input_path`` into a new bag ``output_path`` (a directory; it must not exist).
 
     ``xml``: the URDF; None takes the ``robot_description`` parameter of ``config`` or, when empty,
@@ -87,7 +87,8 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     rosbags' ``Writer``.
     ``collect``: log every tick (``replayer.log``, :mod:`~rbd_estimator.replay.ticklog`), in chunks to
     ``flush(columns, joint_names, contact_names)`` when given. ``progress(done, total)`` is called
-    now and then. Returns ``(summary, replayer)``; a truncated or
+    now and then. ``planner``: where the estimator comes from (a fleet worker's
+    :class:`~rbd_estimator.runtime.plans.PlanCache`; default: planned here). Returns ``(summary, replayer)``; a truncated or
     corrupt recording sets ``summary.error`` (the output holds what was replayed and is a valid bag).
     Raises :class:`ReplayError` when the replay cannot start.
     """
@@ -116,7 +117,8 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
                 raise ReplayError(f"no robot description: the parameter 'robot_description' is empty and the bag "
                                   f"has no std_msgs/String on '{topic}'. Pass --robot-description URDF")
         try:
-            rep = Replayer(xml, config, namespace=namespace, node_name=node_name, collect=collect, flush=flush)
+            rep = Replayer(xml, config, namespace=namespace, node_name=node_name, collect=collect, flush=flush,
+                           planner=planner)
         except ConfigError as exc:
             raise ReplayError(f"invalid parameters: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - planning errors say what to change

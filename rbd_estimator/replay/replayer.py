@@ -83,12 +83,13 @@ class Replayer:
     :meth:`SensorConfig.from_yaml` reads them from the node's parameter file). Every message goes
     through the :class:`~rbd_estimator.runtime.session.Session` handlers the node calls; the
     steady state of a recording runs in the session's compiled batch loop
-    (:mod:`~rbd_estimator.runtime.batch`).
+    (:mod:`~rbd_estimator.runtime.batch`). ``planner``: where the estimator comes from
+    (:func:`~rbd_estimator.runtime.sensor_sets.plan_set`).
     """
 
     def __init__(self, xml: str, config: SensorConfig, namespace: str = "/", node_name: str = "rbd_estimator",
-                 collect: bool = False, flush=None):
-        self.session = s = Session(xml, config)
+                 collect: bool = False, flush=None, planner=None):
+        self.session = s = Session(xml, config, planner=planner)
         self.config, self.settings = config, s.settings
         self.joint_names, self.contact_names = s.joint_names, s.contact_names
         self.namespace, self.node_name = namespace, node_name

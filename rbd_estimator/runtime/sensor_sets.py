@@ -113,13 +113,15 @@ def make_oracle(xml, config, estimator, settings):
         return None, f"pinocchio cross-check off: {type(exc).__name__}: {exc}"
 
 
-def plan_set(xml, config, settings, quiet: bool = False) -> PlanSet:
+def plan_set(xml, config, settings, quiet: bool = False, planner=None) -> PlanSet:
     """The plans of ``config`` (raises ModelError / ConfigError / IllPosedError with the reason);
-    ``quiet``: the model's warnings were reported already."""
+    ``quiet``: the model's warnings were reported already; ``planner(xml, config, strict)``: where
+    the full set's estimator comes from (default :meth:`PlanSet.plan`; a fleet worker's
+    :class:`~.plans.PlanCache`)."""
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore", ModelWarning)
-        return PlanSet(xml, config, PlanSet.plan(xml, config, strict=settings.strict_model))
+        return PlanSet(xml, config, (planner or PlanSet.plan)(xml, config, strict=settings.strict_model))
 
 
 def problem(config) -> dict:

@@ -52,11 +52,11 @@ class Session:
     """One configured estimator at run time (see the module docstring)."""
 
     def __init__(self, xml: str, config, settings: NodeSettings | None = None, cross_check: bool = False,
-                 log=None):
+                 log=None, planner=None):
         """Plan ``config`` for the robot description ``xml`` (raises ModelError / ConfigError /
         IllPosedError); ``settings``: the node-only parameters (default: from ``config.node``);
         ``cross_check``: build the pinocchio cross-check (``oracle_every_n`` > 0); ``log(level,
-        text)``: where events go (default: nowhere)."""
+        text)``: where events go (default: nowhere); ``planner``: see :func:`.sensor_sets.plan_set`."""
         settings = settings if settings is not None else NodeSettings.from_parameters(config.node)
         settings.check_ft_offsets(config)
         config = settings.estimator_config(config)
@@ -64,7 +64,7 @@ class Session:
         self.log = log or (lambda level, text: None)
         self.emit = None                    # emit(output topic, now, bytes), set by the driver
         self.config, self.settings = config, settings
-        self.plans = plan_set(xml, config, settings)
+        self.plans = plan_set(xml, config, settings, planner=planner)
         est = self.plans.main.estimator
         self.inputs = SensorInputs.for_estimator(est, config, settings)
         self.inputs.warm_up()
