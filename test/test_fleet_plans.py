@@ -185,3 +185,33 @@ def test_loop_warm_start_restored():
     got, fresh = ticks(again, 2), ticks(PlanSet.plan(xml, config), 2)
     assert np.isfinite(fresh).all() and np.array_equal(got.view(np.int64), fresh.view(np.int64))
     assert not np.array_equal(stale.view(np.int64), fresh.view(np.int64))     # the warm start does matter
+
+
+def test_switching_estimator_reset():
+    """Contacts that come and go (``mode: detected``): after ticks over every subset, :meth:`reset`
+    gives the ticks of a freshly planned estimator bit for bit, and the result holds no estimate."""
+    from rbd_estimator.demo import share_file
+    from rbd_estimator.estimation import SensorConfig
+    from rbd_estimator.runtime.plans import PlanSet
+    xml = open(share_file("urdf", "humanoid.urdf"), encoding="utf-8").read()
+    p = SensorConfig.from_yaml(PARAMS).to_parameters()
+    for name in ("l_foot", "r_foot"):
+        p[f"contact.{name}.mode"] = "detected"
+    config = SensorConfig.from_parameters(p)
+    est = PlanSet.plan(xml, config)
+    assert est.switching() is est
+    n, ny = len(est.joint_names), est.measurements.size
+
+    def ticks(e, seed):
+        r, out = np.random.default_rng(seed), []
+        for k in range(12):
+            res = e.estimate(r.uniform(-0.5, 0.5, n), r.normal(size=n), r.normal(size=n), y=r.normal(size=ny) + 1.0,
+                             contacts=[bool(k & 1), bool(k & 2)] if k % 4 else None)
+            out.append(np.concatenate([res.tau, res.contact_wrenches.ravel(), res.tau_variance,
+                                       res.contact_covariance.ravel(), [res.chi2, res.condition]]))
+        return np.array(out)
+    ticks(est, 1)
+    est.reset()
+    assert est.result.subset is None and not est.result.active.any() and not est.result.tau.any()
+    got, fresh = ticks(est, 2), ticks(PlanSet.plan(xml, config), 2)
+    assert np.isfinite(fresh).all() and np.array_equal(got.view(np.int64), fresh.view(np.int64))

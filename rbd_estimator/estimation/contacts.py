@@ -57,6 +57,14 @@ class SwitchingEstimate:
         self.subset = None                       # the fixed-set Estimate of the subset that ran
         self._names = est.contact_names
 
+    def clear(self) -> None:
+        """Back to no estimate yet: zeros, no subset."""
+        for a in (self.tau, self.tau_variance, self.contact_covariance, self.contact_wrenches, self.active,
+                  self.joint_wrenches):
+            if a is not None:
+                a.fill(0)
+        self.residual = self.subset = None
+
     def contact(self, name: str) -> np.ndarray:
         """The wrench of one contact by name (zeros when it is not in contact)."""
         return self.contact_wrenches[self._names.index(name)]
@@ -147,6 +155,17 @@ class SwitchingEstimator(EstimatorInterface):
 
     def switching(self) -> "SwitchingEstimator":
         return self
+
+    def reset(self) -> None:
+        """:meth:`EstimatorInterface.reset`: every subset's estimator, the subsets' measurement vectors
+        and the result (no estimate yet)."""
+        for est in self.subsets:
+            if est is not None:
+                est.reset()
+        for a in self._ysub:
+            a.fill(0.0)
+        self._mask.fill(False)
+        self.result.clear()
 
     # ------------------------------------------------------------------ tick
     def mask_of(self, contacts) -> int:

@@ -137,6 +137,20 @@ class EstimatorData:
         self.pivot_fallbacks = 0
         self.install(None)
 
+    def checkpoint(self) -> list:
+        """Copies of every per-tick array of this data (for :meth:`restore`)."""
+        return [a.copy() for a in self._arrays()]
+
+    def restore(self, saved: list) -> None:
+        """Every per-tick array back to the :meth:`checkpoint` ``saved``, the counter to zero."""
+        for a, v in zip(self._arrays(), saved):
+            np.copyto(a, v)
+        self.pivot_fallbacks = 0
+
+    def _arrays(self) -> tuple:
+        return (self.state, self.src, self.rsrc, self.cov_x, self.cov_out, self.Ax, self.Lx, self.Ux, self.lu_w,
+                self.kin_w)
+
     def install(self, tail: np.ndarray | None) -> np.ndarray:
         """Make :attr:`state` with a copy of ``tail`` after the views (the structured tick's
         constants and work space: each array argument of a compiled call costs an allocation and

@@ -71,6 +71,13 @@ class Estimator(EstimatorInterface):
         else:                                         # the generic tick runs every tick: its pivots must hold
             self._plan_pivots_for_the_nominal_stance(t, seed)
         self.weak = self.nominal_check()
+        self._planned = self.data.checkpoint()        # the data as planning leaves it (:meth:`reset`)
+
+    def reset(self) -> None:
+        """:meth:`EstimatorInterface.reset`: the data's arrays as planning left them, the counters zero."""
+        self.data.restore(self._planned)
+        if self._structured is not None:
+            self._structured.conversions = 0
 
     def nominal_check(self) -> tuple[str, ...]:
         """:func:`.nominal.nominal_check` of this estimator (the components the prior determines at

@@ -88,6 +88,14 @@ class EstimatorInterface(ABC):
         (:meth:`.estimator.Estimator.nominal_check`); subsets without any are left out."""
         return {}
 
+    @abstractmethod
+    def reset(self) -> None:
+        """Put the per-tick state back as planning left it — the data the tick works in, what carries
+        from one tick to the next (a loop's warm start), the counters — so that the next estimate is
+        the one a freshly planned estimator would make (a fleet worker reuses one plan over its
+        recordings: :class:`~rbd_estimator.runtime.plans.PlanCache`). Each variant restores its own
+        state and asks the estimators it is made of to restore theirs."""
+
     def kernel(self) -> tuple | None:
         """``(ip, state)``: the constant and state arguments of the compiled structured tick of
         this estimator (the replay's batch loop calls it directly), or None when it has none."""

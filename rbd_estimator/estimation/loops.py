@@ -158,6 +158,21 @@ class LoopEstimator(EstimatorInterface):
         self.result = LoopEstimate(self._tau, self.estimator.result)
         self._q_offset = _joint_offset(tree, self.estimator.joint_names)   # γ(0): mimic offsets
         self._init_state_dependent()
+        self._planned = [a.copy() for a in self._tick_arrays()]      # as planning leaves them (:meth:`reset`)
+
+    def _tick_arrays(self) -> tuple:
+        """The arrays a tick writes: ``[y ẏ ÿ]``, ``[q q̇ q̈]``, ``τ_y``, the spanning buffers with the
+        four-bars' warm start ``q_warm``, the state-dependent ``G`` and ``Gᵀ`` (views of the packed
+        tick's one array ``E``, and its work space, when the tick is compiled)."""
+        own = (self._Y, self._Q, self._tau, self._qs, self._dqs, self._q_warm, self.G, self._GT)
+        return own if self._packed is None else own + (self._E, self._packed.w)
+
+    def reset(self) -> None:
+        """:meth:`EstimatorInterface.reset`: the spanning-tree estimator's, then this one's arrays (the
+        warm start among them) as planning left them."""
+        self.estimator.reset()
+        for a, v in zip(self._tick_arrays(), self._planned):
+            np.copyto(a, v)
 
     def _init_state_dependent(self):
         """Per-tick data of the clusters whose ``G`` depends on the state (four-bars, explicit loops):

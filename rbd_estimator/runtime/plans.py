@@ -184,20 +184,17 @@ class PlanSet:
 class PlanCache:
     """The full set's estimator for the recordings a process replays one after another (a fleet
     worker): planned once per robot description and parameters, handed to each later recording
-    with the same ones exactly as it was right after planning.
+    with the same ones as planning left it (:meth:`~rbd_estimator.estimation.interface.EstimatorInterface.reset`:
+    each estimator restores its own per-tick data, warm starts and counters).
 
     The key is the URDF text and every parameter (``SensorConfig.to_parameters()``, the node's
-    included) with ``strict``. An estimator keeps, besides its plan, its per-tick data
-    (:class:`~rbd_estimator.estimation.EstimatorData`) and what carries over between ticks (a loop's
-    warm start, counters): :func:`snapshot` records all of it right after planning and every
-    :meth:`plan` puts it back (:meth:`Snapshot.restore`), so a recording sees the estimator a fresh
-    planning would give it. Only one session at a time may use an estimator of the cache (a fleet
+    included) with ``strict``. Only one session at a time may use an estimator of the cache (a fleet
     worker replays one recording at a time). At most ``size`` keys are kept, the least recently used
     dropped."""
 
     def __init__(self, size: int = 4):
         self.size = size
-        self._entries: OrderedDict = OrderedDict()     # key → (estimator, Snapshot)
+        self._entries: OrderedDict = OrderedDict()     # key → estimator
         self.hits = self.misses = 0
 
     @staticmethod
@@ -205,83 +202,24 @@ class PlanCache:
         return xml, json.dumps(config.to_parameters(), sort_keys=True, default=repr), bool(strict)
 
     def plan(self, xml: str, config, strict: bool = False) -> Estimator:
-        """:meth:`PlanSet.plan`, or the estimator planned before for the same key, restored."""
+        """:meth:`PlanSet.plan`, or the estimator planned before for the same key, reset."""
         k = self.key(xml, config, strict)
-        entry = self._entries.get(k)
-        if entry is None:
+        est = self._entries.get(k)
+        if est is None:
             self.misses += 1
-            est = PlanSet.plan(xml, config, strict=strict)
-            entry = self._entries[k] = (est, snapshot(est))
+            est = self._entries[k] = PlanSet.plan(xml, config, strict=strict)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
         else:
             self.hits += 1
             self._entries.move_to_end(k)
-            entry[1].restore()
-        return entry[0]
+            est.reset()
+        return est
 
     def clear(self) -> None:
         """Forget every estimator and the counts."""
         self._entries.clear()
         self.hits = self.misses = 0
-
-
-class Snapshot:
-    """The mutable state of an object graph at one moment: the writeable arrays' values, the
-    attributes of the project's objects, the contents of lists and dicts (:func:`snapshot`)."""
-
-    def __init__(self):
-        self.arrays, self.dicts, self.lists, self.slots = [], [], [], []
-
-    def restore(self) -> None:
-        """Every attribute, list and dict back to what it held, then every array's values."""
-        for d, saved in self.dicts:
-            d.clear()
-            d.update(saved)
-        for lst, saved in self.lists:
-            lst[:] = saved
-        for obj, saved in self.slots:
-            for name, value in saved.items():
-                object.__setattr__(obj, name, value)
-        for a, saved in self.arrays:
-            np.copyto(a, saved)
-
-
-def snapshot(root) -> Snapshot:
-    """The state of everything reachable from ``root`` through the project's objects (instances of
-    classes of ``rbd_estimator``), lists, tuples and dicts; other objects (compiled functions,
-    scipy matrices, pinocchio's) are left as they are: a tick does not change them."""
-    snap, seen, todo = Snapshot(), set(), [root]
-    while todo:
-        obj = todo.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, np.ndarray):
-            if obj.flags.writeable and obj.dtype != object:
-                snap.arrays.append((obj, obj.copy()))
-        elif isinstance(obj, dict):
-            snap.dicts.append((obj, dict(obj)))
-            todo.extend(obj.values())
-        elif isinstance(obj, list):
-            snap.lists.append((obj, list(obj)))
-            todo.extend(obj)
-        elif isinstance(obj, tuple):
-            todo.extend(obj)
-        elif type(obj).__module__.startswith("rbd_estimator."):
-            if hasattr(obj, "__dict__"):
-                todo.append(vars(obj))
-            names = [n for c in type(obj).__mro__ for n in _slots(c) if not n.startswith("__") and hasattr(obj, n)]
-            if names:
-                saved = {n: getattr(obj, n) for n in names}
-                snap.slots.append((obj, saved))
-                todo.extend(saved.values())
-    return snap
-
-
-def _slots(cls) -> tuple:
-    s = getattr(cls, "__slots__", ())
-    return (s,) if isinstance(s, str) else tuple(s)
 
 
 class PlanWorker:
@@ -331,4 +269,4 @@ class PlanWorker:
         self._thread = None
 
 
-__all__ = ["Plan", "PlanCache", "PlanSet", "Snapshot", "snapshot", "PlanWorker", "gil_yielding", "without"]
+__all__ = ["Plan", "PlanCache", "PlanSet", "PlanWorker", "gil_yielding", "without"]
