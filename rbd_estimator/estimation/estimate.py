@@ -137,19 +137,16 @@ class EstimatorData:
         self.pivot_fallbacks = 0
         self.install(None)
 
-    def checkpoint(self) -> list:
-        """Copies of every per-tick array of this data (for :meth:`restore`)."""
-        return [a.copy() for a in self._arrays()]
+    def checkpoint(self) -> np.ndarray:
+        """A copy of :attr:`state` (for :meth:`restore`): the one buffer whose work space a tick may
+        read before writing; a tick writes the others (the generic tick's sources and LU, the
+        kinematics' work space, the measurement vector) whole before reading them."""
+        return self.state.copy()
 
-    def restore(self, saved: list) -> None:
-        """Every per-tick array back to the :meth:`checkpoint` ``saved``, the counter to zero."""
-        for a, v in zip(self._arrays(), saved):
-            np.copyto(a, v)
+    def restore(self, saved: np.ndarray) -> None:
+        """:attr:`state` back to the :meth:`checkpoint` ``saved``, the counter to zero."""
+        np.copyto(self.state, saved)
         self.pivot_fallbacks = 0
-
-    def _arrays(self) -> tuple:
-        return (self.state, self.src, self.rsrc, self.cov_x, self.cov_out, self.Ax, self.Lx, self.Ux, self.lu_w,
-                self.kin_w)
 
     def install(self, tail: np.ndarray | None) -> np.ndarray:
         """Make :attr:`state` with a copy of ``tail`` after the views (the structured tick's
