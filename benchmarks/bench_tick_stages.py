@@ -10,7 +10,10 @@ Python call is paid once per loop, not per stage. The step list mirrors ``struct
 change to the tick's steps is made here too. Then the compiled kernel alone (``est.kernel()``'s
 arguments) and ``estimate(q, dq, ddq, y=y)``, each the best of ``--rounds`` × ``--reps`` calls.
 Variants: ``measured`` (``joint_acceleration_stddev: 0.5``, mean and covariance), ``mean-measured``,
-``covariance`` (the shipped configuration), ``mean``. A benchmark, not a test: it asserts nothing.
+``covariance`` (the shipped configuration), ``mean``. Where the plan has limb blocks (measured
+accelerations, ``structured/limbs.py``) the solve stage is the solve by limbs (no rank-12 term in the
+normal equations) and the torque rows are made inside the covariance (their stage is empty).
+A benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
 

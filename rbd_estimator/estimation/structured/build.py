@@ -348,6 +348,8 @@ def _build(est: TreeProblem) -> StructuredSolver:
     cbi = np.array([ci for b in below_body for ci in b], dtype=np.int64)
     ancp, anci = _csr_lists(anc)
     dscp, dsci = _csr_lists(dsc)
+    ancm = np.array([dscp[j] + dsc[j].index(i) if i in dsc[j] else -1 for i in range(NB) for j in anc[i]],
+                    np.int64)                             # (i, j above i) → the pair (j, i) of dsc
     NCOV = nj + 6 * NC                                   # output rows of τ and of the contact wrenches
     limbs = None                                         # the least squares by limbs (.limbs, P4–P5)
     if msa and floating and NX >= _LIMBS_MIN_NX:
@@ -401,7 +403,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  WNAA=36, WNAH=6 * NX, WNHH=NX * NX, WBA=6,
                  WBH=NX, WH=NX, WA0=6, WAL=6 * NB, WG=6 * NB, WMS=NMSRC, WSEL=NSEL, WTMP=64,
                  WQR=(MSC + NX) * (NX + 1) + NX + 1, WU=max(NOBS, 6 * NX), WT=nj * NX, WZ=max(NCOV * NX, y_size),
-                 WS0=6 * NB, WF0=6 * NB, WKT=6 * NX, WHL=l_size,
+                 WS0=6 * NB, WF0=6 * NB, WKT=6 * NX, WHL=l_size, WM=max(1, len(dsci)),
                  WSC=WSC_SIZE * bool(nlb), WLY=NX * bool(nlb), WLB=1)
     wk = Packer(np.float64)
     w_off = {name: wk.reserve(size) for name, size in sizes.items()}
@@ -420,7 +422,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  TSEL=ipk.add(tsel), KSEL=ipk.add(ksel), SOLC=ipk.add(solc), EYET=ipk.add(eyeT),
                  CBP=ipk.add(cbp), CBI=ipk.add(cbi), ANCP=ipk.add(ancp), ANCI=ipk.add(anci), DSCP=ipk.add(dscp),
                  DSCI=ipk.add(dsci), ACTI=ipk.add(est.actuators.ints), LBK=ipk.add(lbk), PRM=ipk.add(prm),
-                 IPM=ipk.add(ipm), LOUT=ipk.add(lout), LOY=ipk.add(loy), HIX=ipk.add(hix),
+                 IPM=ipk.add(ipm), LOUT=ipk.add(lout), LOY=ipk.add(loy), HIX=ipk.add(hix), ANCM=ipk.add(ancm),
                  JBD=ipk.add(np.argsort(np.where(tsel >= 0, tsel, nj + np.arange(NB)))[:nj].astype(np.int64)))
     counts = dict(NJ=nj, NH=NH, NX=NX, MSA=msa, NC=NC, MS=lay.m_sensor, MSC=MSC, NBLK=len(blocks), NLB=nlb, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,

@@ -17,19 +17,21 @@ joint accelerations measured the least squares is in ``x = (δ, h)`` and ``t_i``
 """
 from __future__ import annotations
 
-from .layout import (H_ANCI, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_MSA, H_NB, H_NC, H_NH, H_NJ,
-    H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WKT, H_WNHH, H_WPHI, H_WS0, H_WT, H_WZ, _u, njit)
+from .layout import (H_ANCI, H_ANCM, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_MSA, H_NB, H_NC, H_NH, H_NJ,
+    H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WKT, H_WNHH, H_WPHI, H_WS0, H_WM, H_WT, H_WZ, _u, njit)
 
 
 @njit
 def _torque_rows(ip, fp, w):
     """``t_i = F_iᵀ P − ⁰S_iᵀ Φ_i`` of every joint (module docstring), row ``τ`` index of ``T``, from
     :func:`~.accelerations.joint_columns`; with measured accelerations its ``δ`` part adds the
-    joint-space inertia ``M_ij = ⁰S_i · F_j`` (``j`` in ``i``'s subtree) or ``F_i · ⁰S_j`` (``j`` above).
+    joint-space inertia ``M_ij`` (:func:`_joint_inertia`; ``j`` in ``i``'s subtree, or above: ``M_ji``).
     ``F_iᵀ P`` runs over ``Pᵀ`` by rows (``WKT``, which :func:`~.solve._base_coupling` made); the other
     terms are :func:`_joint_terms`'s."""
     NB, floating, NH, NX = ip[H_NB], ip[H_FLOAT], ip[H_NH], ip[H_NX]
     i_tsel, w_T, w_F, Kt = ip[H_TSEL], ip[H_WT], ip[H_WF0], ip[H_WKT]
+    if NX > NH:
+        _joint_inertia(ip, w)
     for i in range(NB):
         ts = ip[_u(i_tsel + i)]
         if ts < 0:
@@ -53,8 +55,7 @@ def _joint_terms(ip, w, i, row, cmap, v, measured):
     """``row[c] += v t_ic`` for the terms of joint ``i``'s ``t_i`` after ``F_iᵀ P`` (:func:`_torque_rows`):
     ``−⁰S_iᵀ Φ_i`` and, ``measured``, the ``M_ij``. ``cmap < 0``: ``c`` is x's column; else ``c`` is
     ``ip[cmap + column]`` (:mod:`.limbs`: the position in the limbs' order)."""
-    i_cbi, i_ck, i_choff, w_Phi = ip[H_CBI], ip[H_CK], ip[H_CHOFF], ip[H_WPHI]
-    s0, w_F, w_s0 = ip[H_WS0] + 6 * i, ip[H_WF0], ip[H_WS0]
+    i_cbi, i_ck, i_choff, w_Phi, s0 = ip[H_CBI], ip[H_CK], ip[H_CHOFF], ip[H_WPHI], ip[H_WS0] + 6 * i
     for pq in range(ip[_u(ip[H_CBP] + i)], ip[_u(ip[H_CBP] + i + 1)]):
         c = ip[_u(i_cbi + pq)]
         for jj in range(ip[_u(i_ck + c)]):
@@ -64,23 +65,38 @@ def _joint_terms(ip, w, i, row, cmap, v, measured):
                 s += w[_u(s0 + k)] * w[_u(w_Phi + 6 * col + k)]
             w[_u(row + (col if cmap < 0 else ip[_u(cmap + col)]))] -= v * s
     if measured:
-        _inertia_terms(ip, w, row, s0, w_F, ip[H_DSCP] + i, ip[H_DSCI], cmap, v)          # j in i's subtree
-        _inertia_terms(ip, w, row, w_F + 6 * i, w_s0, ip[H_ANCP] + i, ip[H_ANCI], cmap, v)  # j above i
+        _inertia_terms(ip, w, row, ip[H_DSCP] + i, ip[H_DSCI], -1, cmap, v)           # j in i's subtree
+        _inertia_terms(ip, w, row, ip[H_ANCP] + i, ip[H_ANCI], ip[H_ANCM], cmap, v)   # j above i
 
 
 @njit(inline="always")
-def _inertia_terms(ip, w, row, a, b, p, idx, cmap, v):
-    """``row[c_j] += v a · b_j`` for the joints' bodies ``j`` listed at ``idx[ip[p]:ip[p + 1]]``
-    (``b_j`` the six values at ``b + 6 j``; ``c_j`` as :func:`_joint_terms`): the ``M_ij`` of
-    :func:`_torque_rows`."""
-    i_tsel = ip[H_TSEL]
+def _inertia_terms(ip, w, row, p, idx, mix, cmap, v):
+    """``row[c_j] += v M_ij`` for the joints' bodies ``j`` listed at ``idx[ip[p]:ip[p + 1]]`` (``c_j``
+    as :func:`_joint_terms`), ``M_ij`` from :func:`_joint_inertia` at the same index (``mix < 0``:
+    ``j`` in ``i``'s subtree) or at ``ip[mix + index]`` (``j`` above ``i``: ``M_ij = M_ji``)."""
+    i_tsel, w_M = ip[H_TSEL], ip[H_WM]
     for pq in range(ip[_u(p)], ip[_u(p + 1)]):
-        j = ip[_u(idx + pq)]
-        s = 0.0
-        for k in range(6):
-            s += w[_u(a + k)] * w[_u(b + 6 * j + k)]
-        col = ip[_u(i_tsel + j)]
-        w[_u(row + (col if cmap < 0 else ip[_u(cmap + col)]))] += v * s
+        col = ip[_u(i_tsel + ip[_u(idx + pq)])]
+        m = w[_u(w_M + (pq if mix < 0 else ip[_u(mix + pq)]))]
+        w[_u(row + (col if cmap < 0 else ip[_u(cmap + col)]))] += v * m
+
+
+@njit
+def _joint_inertia(ip, w):
+    """The joint-space inertia's ``M_ij = ⁰S_i · F_j`` of each joint ``i`` and each joint ``j`` in its
+    subtree (the pairs of ``DSCP``/``DSCI``, into ``WM`` at the pair's index), from
+    :func:`~.accelerations.joint_columns`: computed once for the torque rows of ``i`` and of ``j``."""
+    i_tsel, w_s0, w_F, i_dsci, w_M = ip[H_TSEL], ip[H_WS0], ip[H_WF0], ip[H_DSCI], ip[H_WM]
+    for i in range(ip[H_NB]):
+        if ip[_u(i_tsel + i)] < 0:
+            continue
+        s0 = w_s0 + 6 * i
+        for pq in range(ip[_u(ip[H_DSCP] + i)], ip[_u(ip[H_DSCP] + i + 1)]):
+            F = w_F + 6 * ip[_u(i_dsci + pq)]
+            s = 0.0
+            for k in range(6):
+                s += w[_u(s0 + k)] * w[_u(F + k)]
+            w[_u(w_M + pq)] = s
 
 
 @njit

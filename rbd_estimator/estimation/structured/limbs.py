@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from .covariance import _joint_terms, _substitute4
+from .covariance import _joint_inertia, _joint_terms, _substitute4
 from .layout import (H_FLOAT, H_HIX, H_IPM, H_JBD, H_WF0, H_LBK, H_LOUT, H_LOY, H_NH, H_NJ, H_NLB, H_NX, H_OI, H_OP, H_OX, H_PRM, H_WBA,
     H_WBH, H_WH, H_WHL, H_WK, H_WLB, H_WLY, H_WNAA, H_WNAH, H_WNHH, H_WSC, H_WZ,
     _LIMB_THRESHOLD, _u, njit)
@@ -91,13 +91,17 @@ def _limb_solve(ip, w):
         p0, n, L, h = ip[_u(rec)], ip[_u(rec + 1)], ip[H_WHL] + ip[_u(rec + 2)], ip[H_HIX] + ip[_u(rec + 5)]
         m, yb = n + 13, L + (n + 13) * (n + 12)
         for i in range(n):                      # H_b (lower triangle), −G_bᵀ = [−N_ah; P] and b_b, gathered
-            a, hi = ip[_u(prm + p0 + i)], h + i * (i + 1) // 2
+            hi = h + i * (i + 1) // 2
             for k in range(i + 1):
                 w[_u(L + m * i + k)] = w[_u(Nhh + ip[_u(hi + k)])]
-            for c in range(6):
-                w[_u(L + m * (n + 6 + c) + i)] = -w[_u(Nah + NX * c + a)]
-                w[_u(L + m * (n + c) + i)] = w[_u(K + 6 * a + c)]
-            w[_u(yb + i)] = w[_u(bh + a)]
+        for c in range(6):
+            gu, gl, nc, kc = L + m * (n + 6 + c), L + m * (n + c), Nah + NX * c, K + c
+            for i in range(n):
+                a = ip[_u(prm + p0 + i)]
+                w[_u(gu + i)] = -w[_u(nc + a)]
+                w[_u(gl + i)] = w[_u(kc + 6 * a)]
+        for i in range(n):
+            w[_u(yb + i)] = w[_u(bh + ip[_u(prm + p0 + i)])]
         worst = min(worst, _cholesky(w, L, n, m, n + 13))   # and the border rows −G̃ = −L_b⁻¹ G_b, ỹ_b
         if worst < _LIMB_THRESHOLD:
             return worst
@@ -216,6 +220,7 @@ def limb_covariance(ip, fp, w, cov):
     products between its rows."""
     NJ, sc = ip[H_NJ], ip[H_WSC]
     lbk, lout = ip[H_LBK], ip[H_LOUT]
+    _joint_inertia(ip, w)
     for b in range(ip[H_NLB]):
         rec = lbk + _REC * b
         p0, n, L = ip[_u(rec)], ip[_u(rec + 1)], ip[H_WHL] + ip[_u(rec + 2)]
