@@ -115,7 +115,7 @@ def _prefix(ip, S, q, dq, ddq, y, upto, reps):
         if limbs:                                     # by limbs (limbs.least_squares): its parts
             if upto < 10:
                 continue
-            acc += _limb_solve(ip, w)
+            acc += _limb_solve(ip, fp, w)
         else:
             if ip[H_FLOAT]:
                 _base_coupling(ip, w)

@@ -366,8 +366,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
         post = postorder(par)                             # within a block: a subtree's δ before its root's,
         key = NB + np.arange(NX, dtype=float)             # the contacts' h last
         key[[int(tsel[i]) for i in range(NB) if tsel[i] >= 0]] = [post[i] for i in range(NB) if tsel[i] >= 0]
-        limbs = limb_plan(NX, [set().union(*(xcols[c] for c in np.flatnonzero(Gc[r]))) for r in range(MSC)],
-                          out_cols, key)
+        row_cols = [set().union(*(xcols[c] for c in np.flatnonzero(Gc[r]))) for r in range(MSC)]
+        if set(range(msa, NX)) <= set().union(*row_cols):  # no block whose contacts only the prior sees
+            limbs = limb_plan(NX, row_cols, out_cols, key)
     prm, ipm, lbk, lout, loy, hix, l_size, y_size = limbs or (np.zeros(0, np.int64),) * 6 + (0, 0)
     nlb = len(lbk) // 6
 

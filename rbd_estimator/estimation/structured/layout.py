@@ -58,6 +58,9 @@ _QR_THRESHOLD = 1e-6             # Cholesky min L_kk²/N_kk below which the LS i
 _LIMB_THRESHOLD = 1e-6           # limb blocks' (and the 6 × 6 factors') Cholesky ratio below which the dense LS is solved
 
 
+_LIMB_PRIOR = 1e6                # a limb block's contact pivots must exceed this × their prior's information (.limbs)
+
+
 _SINGULAR = 1e-13                # QR diagonal ratio below which the state is declared singular
 
 
