@@ -14,7 +14,7 @@ from ...model.robot_model import FIXED, FREE, PRISMATIC, REVOLUTE
 from ...model.forward_kinematics import KinematicTree, motion_axes
 from ...kernels.spatial import rbi_compact
 from .layout import _OBS_A, _OBS_F, _OBS_FP, HEADER, Packer
-from .limbs import WSC_SIZE, plan as limb_plan, postorder
+from .limbs import WSC_SIZE, plan as limb_plan
 from .solver import StructuredSolver
 
 # ---------------------------------------------------------------------------- build
@@ -363,12 +363,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
         for ci in range(NC):                              # a contact's six rows together (a zero row too)
             for r in range(nj + 6 * ci, nj + 6 * ci + 6):
                 out_cols[r] |= set(range(choff[ci], choff[ci] + ck[ci]))
-        post = postorder(par)                             # within a block: a subtree's δ before its root's,
-        key = NB + np.arange(NX, dtype=float)             # the contacts' h last
-        key[[int(tsel[i]) for i in range(NB) if tsel[i] >= 0]] = [post[i] for i in range(NB) if tsel[i] >= 0]
         row_cols = [set().union(*(xcols[c] for c in np.flatnonzero(Gc[r]))) for r in range(MSC)]
         if set(range(msa, NX)) <= set().union(*row_cols):  # no block whose contacts only the prior sees
-            limbs = limb_plan(NX, row_cols, out_cols, key)
+            limbs = limb_plan(NX, row_cols, out_cols)
     prm, ipm, lbk, lout, loy, hix, l_size, y_size = limbs or (np.zeros(0, np.int64),) * 6 + (0, 0)
     nlb = len(lbk) // 6
 

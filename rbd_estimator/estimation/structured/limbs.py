@@ -312,7 +312,7 @@ def _block_row(ip, fp, w, r, y, p0, n):
     return first
 
 
-def plan(NX: int, row_cols, out_cols, key):
+def plan(NX: int, row_cols, out_cols):
     """The limbs' blocks (module docstring), at planning: the connected components of ``x``'s columns
     that a sensor row (``row_cols``: each row's set of columns) or a covariance output (``out_cols``:
     output row ``r``'s columns, a torque's ``s_i``: the joints above and below ``i`` and the contacts
@@ -320,8 +320,8 @@ def plan(NX: int, row_cols, out_cols, key):
     by nothing is a block alone. Returns ``None`` when an output has no column, else:
 
     * ``prm``, position → column: the blocks in the order of their first column, each in increasing
-      ``key`` (the joints' ``δ`` in the tree's post-order, then the contacts' ``h``: an output's
-      first nonzero comes late, its substitutions are short), and its inverse ``ipm``;
+      order (its joints' ``δ``, then its contacts' ``h``: a contact's rows start late), and its
+      inverse ``ipm``;
     * ``lbk``, per block: first position, size, offset of its factor ``𝓛_b``, its outputs' range in
       ``lout``, its start in ``hix``;
     * ``lout``, the output rows by block, within one by their first nonzero then increasing (a
@@ -339,7 +339,6 @@ def plan(NX: int, row_cols, out_cols, key):
     prm, lbk, lout, loy, hix = [], [], [], np.zeros(len(out_cols), np.int64), []
     l_size = y_size = 0
     for cols in sorted(blocks.values()):
-        cols = sorted(cols, key=lambda c: (key[c], c))
         pos = {c: k for k, c in enumerate(cols)}
         outs = [r for r, oc in enumerate(out_cols) if label[min(oc)] == label[cols[0]]]
         outs.sort(key=lambda r: (min(pos[c] for c in out_cols[r]), r))       # by their first nonzero
@@ -355,20 +354,3 @@ def plan(NX: int, row_cols, out_cols, key):
     return (prm, np.argsort(prm).astype(np.int64), np.array(lbk, np.int64).reshape(-1),
             np.array(lout, np.int64), loy, np.array(hix, np.int64), l_size, y_size)
 
-
-def postorder(par: np.ndarray) -> np.ndarray:
-    """Each body's index in the tree's post-order (children, in body order, before their parent)."""
-    children = [[] for _ in par]
-    for i, p in enumerate(par):
-        if p >= 0:
-            children[p].append(i)
-    post, stack = np.zeros(len(par)), [(i, False) for i in range(len(par) - 1, -1, -1) if par[i] < 0]
-    n = 0
-    while stack:
-        i, done = stack.pop()
-        if done:
-            post[i], n = n, n + 1
-        else:
-            stack.append((i, True))
-            stack += [(c, False) for c in reversed(children[i])]
-    return post
