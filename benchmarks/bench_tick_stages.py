@@ -37,7 +37,7 @@ from rbd_estimator.estimation.structured.covariance import _torque_rows  # noqa:
 from rbd_estimator.estimation.structured.layout import (H_ACTF, H_ACTI, H_COV, H_FLOAT, H_IMUB, H_IMUY,  # noqa: E402
     H_NACT, H_NB, H_NH, H_NLB, H_NIMU, H_NX, H_RED, H_SCOV, H_SEND, H_SFP, H_SIMU, H_SINFO, H_SOUT, H_STAIL, H_SW, H_WBH,
     H_WBA, H_WH, H_WMS, H_WNAA, H_WNAH, H_WNHH)
-from rbd_estimator.estimation.structured.limbs import _limb_solve  # noqa: E402
+from rbd_estimator.estimation.structured.limbs import _limb_solve, _zero_blocks  # noqa: E402
 from rbd_estimator.estimation.structured.solve import (_add_prior, _base_coupling, _cholesky_solve,  # noqa: E402
     _normal_equations, _sensor_rows)
 from rbd_estimator.estimation.structured.solver import SIGNATURE  # noqa: E402
@@ -109,10 +109,14 @@ def _prefix(ip, S, q, dq, ddq, y, upto, reps):
         _rows_alone(ip, fp, w)
         if upto < 9:
             continue
-        _normal_equations(ip, fp, w)
-        _add_prior(ip, fp, w)
         limbs = ip[H_NLB] > 0
         if limbs:                                     # by limbs (limbs.least_squares): its parts
+            _zero_blocks(ip, w)
+            _normal_equations(ip, fp, w, False)
+        else:
+            _normal_equations(ip, fp, w)
+        _add_prior(ip, fp, w)
+        if limbs:
             if upto < 10:
                 continue
             acc += _limb_solve(ip, fp, w)

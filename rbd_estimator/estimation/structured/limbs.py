@@ -55,17 +55,30 @@ def least_squares(ip, fp, w):
     :mod:`.solve` (``L`` in ``N_hh``). Returns the condition estimate: on the limbs' path the smallest
     Cholesky ratio ``L_kk² / H_kk`` of the blocks, ``C`` and ``M``; on the dense path that of ``N``
     (below ``_QR_THRESHOLD`` the caller re-solves by QR)."""
-    _normal_equations(ip, fp, w)
-    _add_prior(ip, fp, w)
     w[_u(ip[H_WLB])] = 0.0
     if ip[H_NLB]:
+        _zero_blocks(ip, w)
+        _normal_equations(ip, fp, w, False)
+        _add_prior(ip, fp, w)
         ratio = _limb_solve(ip, fp, w)
         if ratio >= _LIMB_THRESHOLD:
             w[_u(ip[H_WLB])] = 1.0
             return ratio
+    _normal_equations(ip, fp, w)            # (again after the limbs' path: N_hh whole)
+    _add_prior(ip, fp, w)
     if ip[H_FLOAT]:
         _base_coupling(ip, w)
     return _cholesky_solve(w, ip[H_WNHH], ip[H_NX], w, ip[H_WBH], w, ip[H_WH])
+
+
+@njit(inline="always")
+def _zero_blocks(ip, w):
+    """The blocks' entries of ``N_hh`` (``HIX``) set to 0: all that :func:`_limb_solve` reads."""
+    lbk, hix, Nhh = ip[H_LBK], ip[H_HIX], ip[H_WNHH]
+    last = lbk + _REC * (ip[H_NLB] - 1)
+    n = ip[_u(last + 1)]
+    for k in range(ip[_u(last + 5)] + n * (n + 1) // 2):
+        w[_u(Nhh + ip[_u(hix + k)])] = 0.0
 
 
 @njit(inline="always")

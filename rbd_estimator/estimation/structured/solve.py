@@ -59,20 +59,23 @@ def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
 
 
 @njit
-def _normal_equations(ip, fp, w):
+def _normal_equations(ip, fp, w, zero_nhh=True):
     """Rows ``[j_a | j_h]`` and right-hand sides ``r − G v⁰ − j_a a⁰⁰`` of the (compressed) sensor
     rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's two column
     ranges (its joints' ``δ``, its contacts' ``h``: another limb's columns in between are skipped),
     lower triangles. The floating base's coupling is added by :func:`_base_coupling` (the dense
-    path); :mod:`.limbs` eliminates the limbs' blocks first instead."""
+    path); :mod:`.limbs` eliminates the limbs' blocks first instead, and zeroes only their entries of
+    ``N_hh`` itself (not ``zero_nhh``: the entries between blocks are then not meaningful)."""
     NX = ip[H_NX]
     Naa, Nah, Nhh, ba, bh = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH]
     for k in range(36):
         w[_u(Naa + k)] = 0.0
     for k in range(6 * NX):
         w[_u(Nah + k)] = 0.0
-    for k in range(NX * NX):
-        w[_u(Nhh + k)] = 0.0
+    if zero_nhh:                           # its lower triangle: what is read
+        for j in range(NX):
+            for k in range(j + 1):
+                w[_u(Nhh + NX * j + k)] = 0.0
     for k in range(6):
         w[_u(ba + k)] = 0.0
     for k in range(NX):
