@@ -25,8 +25,9 @@ Each block's ``𝓛_b`` is dense at its own offset (leading dimension ``n_b + 13
 Cholesky pass over all its rows, ``D`` copied in for the covariance.
 
 Exact when every block and both 6 × 6 factors are well conditioned (Cholesky ratio at least
-:data:`~.layout._LIMB_THRESHOLD`); otherwise :func:`least_squares` solves the dense normal equations
-of :mod:`.solve` instead. Substitutions are the dense path's kernels (:func:`~.solve._cholesky`,
+:data:`~.layout._LIMB_THRESHOLD`) and every block's sensors determine its contacts (:func:`_sensed`);
+otherwise :func:`least_squares` solves the dense normal equations of :mod:`.solve` instead.
+Substitutions are the dense path's kernels (:func:`~.solve._cholesky`,
 :func:`~.covariance._substitute4`), four rows at a time.
 """
 from __future__ import annotations
@@ -36,9 +37,9 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .covariance import _joint_inertia, _joint_terms, _substitute4
-from .layout import (H_FLOAT, H_HIX, H_IPM, H_JBD, H_WF0, H_LBK, H_LOUT, H_LOY, H_NH, H_NJ, H_NLB, H_NX, H_OI, H_OP, H_OX, H_PRM, H_WBA,
-    H_WBH, H_WH, H_WHL, H_WK, H_WLB, H_WLY, H_WNAA, H_WNAH, H_WNHH, H_WSC, H_WZ,
-    H_PRI, _LIMB_PRIOR, _LIMB_THRESHOLD, _u, njit)
+from .layout import (H_FLOAT, H_HIX, H_IPM, H_JBD, H_LBK, H_LOUT, H_LOY, H_NH, H_NJ, H_NLB, H_NX, H_OI, H_OP,
+    H_OX, H_PRI, H_PRM, H_WBA, H_WBH, H_WF0, H_WH, H_WHL, H_WK, H_WLB, H_WLY, H_WNAA, H_WNAH, H_WNHH, H_WSC, H_WZ,
+    _LIMB_PRIOR, _LIMB_THRESHOLD, _u, njit)
 from .solve import _add_prior, _back_substitute, _base_coupling, _cholesky, _cholesky_solve, _normal_equations
 
 # the border system's work (WSC): S (13 × 12: row 12 is −Σ G̃ᵀ ỹ), L_C, Rᵀ, L_M, vectors
