@@ -10,7 +10,10 @@ Python call is paid once per loop, not per stage. The step list mirrors ``struct
 change to the tick's steps is made here too. Then the compiled kernel alone (``est.kernel()``'s
 arguments) and ``estimate(q, dq, ddq, y=y)``, each the best of ``--rounds`` × ``--reps`` calls.
 Variants: ``measured`` (``joint_acceleration_stddev: 0.5``, mean and covariance), ``mean-measured``,
-``covariance`` (the shipped configuration), ``mean``. A benchmark, not a test: it asserts nothing.
+``covariance`` (the shipped configuration), ``mean``. Where the plan has limb blocks (measured
+accelerations, ``structured/limbs.py``) the solve stage is the solve by limbs (no rank-12 term in the
+normal equations) and the torque rows are made inside the covariance (their stage is empty).
+A benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
 
@@ -32,16 +35,18 @@ from rbd_estimator.estimation import SensorConfig, estimator_for  # noqa: E402
 from rbd_estimator.estimation.structured import tick as T  # noqa: E402
 from rbd_estimator.estimation.structured.covariance import _torque_rows  # noqa: E402
 from rbd_estimator.estimation.structured.layout import (H_ACTF, H_ACTI, H_COV, H_FLOAT, H_IMUB, H_IMUY,  # noqa: E402
-    H_NACT, H_NB, H_NH, H_NIMU, H_NX, H_RED, H_SCOV, H_SEND, H_SFP, H_SIMU, H_SINFO, H_SOUT, H_STAIL, H_SW, H_WBH,
+    H_NACT, H_NB, H_NH, H_NLB, H_NIMU, H_NX, H_RED, H_SCOV, H_SEND, H_SFP, H_SIMU, H_SINFO, H_SOUT, H_STAIL, H_SW, H_WBH,
     H_WBA, H_WH, H_WMS, H_WNAA, H_WNAH, H_WNHH)
-from rbd_estimator.estimation.structured.solve import _sensor_rows  # noqa: E402
+from rbd_estimator.estimation.structured.limbs import _limb_solve, _zero_blocks  # noqa: E402
+from rbd_estimator.estimation.structured.solve import (_add_prior, _base_coupling, _cholesky_solve,  # noqa: E402
+    _normal_equations, _sensor_rows)
 from rbd_estimator.estimation.structured.solver import SIGNATURE  # noqa: E402
 
 VARIANTS = {"measured": dict(joint_acceleration_stddev=0.5), "mean-measured": dict(joint_acceleration_stddev=0.5,
             covariance=False), "covariance": {}, "mean": dict(covariance=False)}
 STAGES = ["IMU sample copy", "finite checks", "forward kinematics", "backward pass, sources", "observations",
           "joint columns ⁰S_j, F_j", "δ columns", "base equation", "normal equations: sensor rows",
-          "normal equations: all", "Cholesky and solve", "outputs and residual", "covariance: torque rows",
+          "normal equations: all", "solve (by limbs, or Cholesky)", "outputs and residual", "covariance: torque rows",
           "covariance: all"]
 
 
@@ -104,11 +109,23 @@ def _prefix(ip, S, q, dq, ddq, y, upto, reps):
         _rows_alone(ip, fp, w)
         if upto < 9:
             continue
-        T._normal_equations(ip, fp, w)
-        T._add_prior(ip, fp, w)
-        if upto < 10:
-            continue
-        acc += T._cholesky_solve(w, ip[H_WNHH], NX, w, ip[H_WBH], w, ip[H_WH])
+        limbs = ip[H_NLB] > 0
+        if limbs:                                     # by limbs (limbs.least_squares): its parts
+            _zero_blocks(ip, w)
+            _normal_equations(ip, fp, w, False)
+        else:
+            _normal_equations(ip, fp, w)
+        _add_prior(ip, fp, w)
+        if limbs:
+            if upto < 10:
+                continue
+            acc += _limb_solve(ip, fp, w)
+        else:
+            if ip[H_FLOAT]:
+                _base_coupling(ip, w)
+            if upto < 10:
+                continue
+            acc += _cholesky_solve(w, ip[H_WNHH], NX, w, ip[H_WBH], w, ip[H_WH])
         if upto < 11:
             continue
         T._outputs(ip, fp, w, E, V, out)
@@ -116,10 +133,14 @@ def _prefix(ip, S, q, dq, ddq, y, upto, reps):
             T._residual(ip, fp, w, out)
         if upto < 12 or not ip[H_COV]:
             continue
-        _torque_rows(ip, fp, w)
+        if not limbs:                                 # (by limbs, each output's row is made in its block)
+            _torque_rows(ip, fp, w)
         if upto < 13:
             continue
-        T.covariance(ip, fp, w, S[ip[H_SCOV]:ip[H_STAIL]])
+        if limbs:
+            T.limb_covariance(ip, fp, w, S[ip[H_SCOV]:ip[H_STAIL]])
+        else:
+            T.covariance(ip, fp, w, S[ip[H_SCOV]:ip[H_STAIL]])
     return acc
 
 

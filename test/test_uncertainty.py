@@ -396,3 +396,61 @@ def test_the_estimated_joint_accelerations_are_what_the_estimate_satisfies(solve
                                    r.contact_wrenches, r.tau)
         assert joint_in > 1e-3 * scale, joint_in
         assert 0.0 < np.abs(ddq - noisy["ddq"]).max() < 10 * ACC_STDDEV
+
+
+@pytest.mark.parametrize("name", ["icub", "talos", "g1", "humanoid", "go2"])
+def test_measured_accelerations_by_limbs_equal_the_dense_least_squares(name):
+    """With measured accelerations the structured tick solves the least squares by limbs (P4–P5,
+    ``structured/limbs.py``: the flag ``WLB`` set) on the robots with at least 32 unknowns, and gives
+    the dense path's estimate, variances and contact covariances (the same estimator with the plan's
+    blocks removed, ``NLB = 0``: the dense Cholesky of the reduced normal equations) to rounding. Go2
+    (24 unknowns, where the dense path is faster) plans no blocks."""
+    from rbd_estimator.estimation.structured.layout import H_NLB, H_SW, H_WLB
+    xml, cfg, est = _setup(name, ACC_STDDEV)
+    _, _, dense = _setup(name, ACC_STDDEV)
+    ip, S = est.kernel()
+    ip_d, S_d = dense.kernel()
+    assert (ip[H_NLB] > 0) == (name != "go2")
+    ip_d[H_NLB] = 0
+    for inputs in _noisy_samples(xml, est, cfg, ACC_STDDEV, seed=11, n=5):
+        a = est.estimate(**inputs)
+        tau, tv, cc = a.tau.copy(), a.tau_variance.copy(), a.contact_covariance.copy()
+        assert S[ip[H_SW] + ip[H_WLB]] == float(name != "go2")
+        b = dense.estimate(**inputs)
+        assert S_d[ip_d[H_SW] + ip_d[H_WLB]] == 0.0
+        np.testing.assert_allclose(tau, b.tau, rtol=0, atol=1e-9 * max(1.0, np.abs(b.tau).max()))
+        np.testing.assert_allclose(tv, b.tau_variance, rtol=1e-9, atol=1e-12 * b.tau_variance.max())
+        np.testing.assert_allclose(cc, b.contact_covariance, rtol=1e-9, atol=1e-12 * np.abs(b.contact_covariance).max())
+
+
+@pytest.mark.parametrize("case", ["left leg unsensed", "left leg barely sensed"])
+def test_limbs_fall_back_to_the_dense_path_where_a_block_leaves_its_contact_to_the_prior(case):
+    """A limb block whose contact its own sensors do not determine (iCub without its left leg's
+    force-torque sensors: the foot's wrench is known through the base's equation alone) would carry the
+    contact prior's variance into differences of large terms (4–13 % wrong variances, measured): no
+    blocks are planned then; and where they barely determine it (the left leg's sensors 10⁵ × noisier)
+    the tick finds the contact pivots below 1e6 × the prior's information and solves the dense normal
+    equations. Either way the structured estimate and covariance equal the generic path's."""
+    from rbd_estimator.estimation.structured.layout import H_NLB, H_SW, H_WLB
+    xml = _read(robots.urdf_file("icub"))
+    params = SensorConfig.from_yaml(robots.params_file("icub")).to_parameters()
+    params["joint_acceleration_stddev"] = ACC_STDDEV
+    left = ("l_leg_ft_sensor", "l_foot_ft_sensor")
+    if case == "left leg unsensed":
+        params["ft_sensors"] = [s for s in params["ft_sensors"] if s not in left]
+        params = {k: v for k, v in params.items() if not k.startswith(tuple(f"ft.{s}" for s in left))}
+    else:
+        for s in left:
+            params[f"ft.{s}.force_stddev"], params[f"ft.{s}.torque_stddev"] = 1e5, 5e3
+    cfg = SensorConfig.from_parameters(params)
+    fast, ref = estimator_for(xml, cfg), estimator_for(xml, cfg, solver="generic")
+    ip, S = fast.kernel()
+    assert (ip[H_NLB] > 0) == (case == "left leg barely sensed")
+    for inputs in _noisy_samples(xml, fast, cfg, ACC_STDDEV, seed=12, n=3):
+        a = fast.estimate(**inputs)
+        assert S[ip[H_SW] + ip[H_WLB]] == 0.0
+        tau, tv, cc = a.tau.copy(), a.tau_variance.copy(), a.contact_covariance.copy()
+        b = ref.estimate(**inputs)
+        np.testing.assert_allclose(tau, b.tau, rtol=0, atol=1e-8 * max(1.0, np.abs(b.tau).max()))
+        np.testing.assert_allclose(tv, b.tau_variance, rtol=1e-9, atol=1e-12 * b.tau_variance.max())
+        np.testing.assert_allclose(cc, b.contact_covariance, rtol=1e-9, atol=1e-12 * np.abs(b.contact_covariance).max())

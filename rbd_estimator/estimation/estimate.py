@@ -71,7 +71,9 @@ class Estimate:
     @property
     def condition(self) -> float:
         """The tick's condition estimate: the smallest pivot ratio of its factorisation (structured:
-        ``min L_kk² / N_kk`` of the least squares' Cholesky, or ``(min |R_kk| / max |R_kk|)²`` of its QR;
+        ``min L_kk² / N_kk`` of the least squares' Cholesky — with measured accelerations by limbs,
+        the smallest over the limb blocks and the base's two 6 × 6 factors (docs/probabilistic_model.md,
+        P4) — or ``(min |R_kk| / max |R_kk|)²`` of its QR;
         generic: ``min |U_kk| / max |U_kk|`` of the LU). Near 0: a direction the sensors barely
         determine at this state (its variance shows which)."""
         return float(self._est.data.info[2])

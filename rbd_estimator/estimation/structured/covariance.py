@@ -17,24 +17,26 @@ joint accelerations measured the least squares is in ``x = (δ, h)`` and ``t_i``
 """
 from __future__ import annotations
 
-from .layout import (H_ANCI, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_MSA, H_NB, H_NC, H_NH, H_NJ,
-    H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WKT, H_WNHH, H_WPHI, H_WS0, H_WT, H_WZ, _u, njit)
+from .layout import (H_ANCI, H_ANCM, H_ANCP, H_CBI, H_CBP, H_CHOFF, H_CK, H_DSCI, H_DSCP, H_FLOAT, H_MSA, H_NB, H_NC, H_NH, H_NJ,
+    H_NX, H_OI, H_OP, H_OX, H_TSEL, H_WF0, H_WKT, H_WNHH, H_WPHI, H_WS0, H_WM, H_WT, H_WZ, _u, njit)
 
 
 @njit
 def _torque_rows(ip, fp, w):
     """``t_i = F_iᵀ P − ⁰S_iᵀ Φ_i`` of every joint (module docstring), row ``τ`` index of ``T``, from
     :func:`~.accelerations.joint_columns`; with measured accelerations its ``δ`` part adds the
-    joint-space inertia ``M_ij = ⁰S_i · F_j`` (``j`` in ``i``'s subtree) or ``F_i · ⁰S_j`` (``j`` above).
-    ``F_iᵀ P`` runs over ``Pᵀ`` by rows (``WKT``, which :func:`~.solve._normal_equations` made)."""
+    joint-space inertia ``M_ij`` (:func:`_joint_inertia`; ``j`` in ``i``'s subtree, or above: ``M_ji``).
+    ``F_iᵀ P`` runs over ``Pᵀ`` by rows (``WKT``, which :func:`~.solve._base_coupling` made); the other
+    terms are :func:`_joint_terms`'s."""
     NB, floating, NH, NX = ip[H_NB], ip[H_FLOAT], ip[H_NH], ip[H_NX]
-    i_tsel, i_cbp, i_cbi, i_ck, i_choff = ip[H_TSEL], ip[H_CBP], ip[H_CBI], ip[H_CK], ip[H_CHOFF]
-    w_Phi, w_T, w_s0, w_F, Kt = ip[H_WPHI], ip[H_WT], ip[H_WS0], ip[H_WF0], ip[H_WKT]
+    i_tsel, w_T, w_F, Kt = ip[H_TSEL], ip[H_WT], ip[H_WF0], ip[H_WKT]
+    if NX > NH:
+        _joint_inertia(ip, w)
     for i in range(NB):
         ts = ip[_u(i_tsel + i)]
         if ts < 0:
             continue
-        row, s0, F = w_T + ts * NX, w_s0 + 6 * i, w_F + 6 * i
+        row, F = w_T + ts * NX, w_F + 6 * i
         if floating:
             f0, f1, f2 = w[_u(F)], w[_u(F + 1)], w[_u(F + 2)]
             f3, f4, f5 = w[_u(F + 3)], w[_u(F + 4)], w[_u(F + 5)]
@@ -45,30 +47,56 @@ def _torque_rows(ip, fp, w):
         else:
             for j in range(NX):
                 w[_u(row + j)] = 0.0
-        for pq in range(ip[_u(i_cbp + i)], ip[_u(i_cbp + i + 1)]):
-            c = ip[_u(i_cbi + pq)]
-            for jj in range(ip[_u(i_ck + c)]):
-                col = ip[_u(i_choff + c)] + jj
-                s = 0.0
-                for k in range(6):
-                    s += w[_u(s0 + k)] * w[_u(w_Phi + 6 * col + k)]
-                w[_u(row + col)] -= s
-        if NX > NH:
-            _inertia_terms(ip, w, row, s0, w_F, ip[H_DSCP] + i, ip[H_DSCI])          # j in i's subtree
-            _inertia_terms(ip, w, row, F, w_s0, ip[H_ANCP] + i, ip[H_ANCI])          # j above i
+        _joint_terms(ip, w, i, row, -1, 1.0, NX > NH)
 
 
 @njit(inline="always")
-def _inertia_terms(ip, w, row, a, b, p, idx):
-    """``row[j] += a · b_j`` for the joints' bodies ``j`` listed at ``idx[ip[p]:ip[p + 1]]``
-    (``b_j`` the six values at ``b + 6 j``): the ``M_ij`` of :func:`_torque_rows`."""
-    i_tsel = ip[H_TSEL]
+def _joint_terms(ip, w, i, row, cmap, v, measured):
+    """``row[c] += v t_ic`` for the terms of joint ``i``'s ``t_i`` after ``F_iᵀ P`` (:func:`_torque_rows`):
+    ``−⁰S_iᵀ Φ_i`` and, ``measured``, the ``M_ij``. ``cmap < 0``: ``c`` is x's column; else ``c`` is
+    ``ip[cmap + column]`` (:mod:`.limbs`: the position in the limbs' order)."""
+    i_cbi, i_ck, i_choff, w_Phi, s0 = ip[H_CBI], ip[H_CK], ip[H_CHOFF], ip[H_WPHI], ip[H_WS0] + 6 * i
+    for pq in range(ip[_u(ip[H_CBP] + i)], ip[_u(ip[H_CBP] + i + 1)]):
+        c = ip[_u(i_cbi + pq)]
+        for jj in range(ip[_u(i_ck + c)]):
+            col = ip[_u(i_choff + c)] + jj
+            s = 0.0
+            for k in range(6):
+                s += w[_u(s0 + k)] * w[_u(w_Phi + 6 * col + k)]
+            w[_u(row + (col if cmap < 0 else ip[_u(cmap + col)]))] -= v * s
+    if measured:
+        _inertia_terms(ip, w, row, ip[H_DSCP] + i, ip[H_DSCI], -1, cmap, v)           # j in i's subtree
+        _inertia_terms(ip, w, row, ip[H_ANCP] + i, ip[H_ANCI], ip[H_ANCM], cmap, v)   # j above i
+
+
+@njit(inline="always")
+def _inertia_terms(ip, w, row, p, idx, mix, cmap, v):
+    """``row[c_j] += v M_ij`` for the joints' bodies ``j`` listed at ``idx[ip[p]:ip[p + 1]]`` (``c_j``
+    as :func:`_joint_terms`), ``M_ij`` from :func:`_joint_inertia` at the same index (``mix < 0``:
+    ``j`` in ``i``'s subtree) or at ``ip[mix + index]`` (``j`` above ``i``: ``M_ij = M_ji``)."""
+    i_tsel, w_M = ip[H_TSEL], ip[H_WM]
     for pq in range(ip[_u(p)], ip[_u(p + 1)]):
-        j = ip[_u(idx + pq)]
-        s = 0.0
-        for k in range(6):
-            s += w[_u(a + k)] * w[_u(b + 6 * j + k)]
-        w[_u(row + ip[_u(i_tsel + j)])] += s
+        col = ip[_u(i_tsel + ip[_u(idx + pq)])]
+        m = w[_u(w_M + (pq if mix < 0 else ip[_u(mix + pq)]))]
+        w[_u(row + (col if cmap < 0 else ip[_u(cmap + col)]))] += v * m
+
+
+@njit
+def _joint_inertia(ip, w):
+    """The joint-space inertia's ``M_ij = ⁰S_i · F_j`` of each joint ``i`` and each joint ``j`` in its
+    subtree (the pairs of ``DSCP``/``DSCI``, into ``WM`` at the pair's index), from
+    :func:`~.accelerations.joint_columns`: computed once for the torque rows of ``i`` and of ``j``."""
+    i_tsel, w_s0, w_F, i_dsci, w_M = ip[H_TSEL], ip[H_WS0], ip[H_WF0], ip[H_DSCI], ip[H_WM]
+    for i in range(ip[H_NB]):
+        if ip[_u(i_tsel + i)] < 0:
+            continue
+        s0 = w_s0 + 6 * i
+        for pq in range(ip[_u(ip[H_DSCP] + i)], ip[_u(ip[H_DSCP] + i + 1)]):
+            F = w_F + 6 * ip[_u(i_dsci + pq)]
+            s = 0.0
+            for k in range(6):
+                s += w[_u(s0 + k)] * w[_u(F + k)]
+            w[_u(w_M + pq)] = s
 
 
 @njit
@@ -133,13 +161,15 @@ def _output_row(ip, fp, w, r):
 
 
 @njit(inline="always")
-def _substitute4(w, L, NX, z, first, rows=4):
+def _substitute4(w, L, NX, z, first, rows=4, end=-1):
     """Forward substitution ``z_a ← L⁻¹ z_a`` of ``rows`` (4, or 1) consecutive rows ``z_a = w[z + a NX:
-    …]`` of length ``NX`` whose entries before ``first`` are zero (``L`` row-major, ``1 / L_jj`` on
-    its diagonal). Four rows go two entries at a time: each ``z_ak`` loaded once for ``j`` and ``j + 1``
-    (the second less the first's term ``L_{j+1,j} z_aj``)."""
+    …]`` of length ``NX`` whose entries before ``first`` are zero (``L`` row-major, leading dimension
+    ``NX``, ``1 / L_jj`` on its diagonal); ``end ≥ 0``: of their first ``end`` entries only (with
+    ``L``'s leading ``end × end`` block). Four rows go two entries at a time: each ``z_ak`` loaded once
+    for ``j`` and ``j + 1`` (the second less the first's term ``L_{j+1,j} z_aj``)."""
+    stop = NX if end < 0 else end
     if rows == 1:
-        for j in range(first, NX):
+        for j in range(first, stop):
             s = w[_u(z + j)]
             for k in range(first, j):
                 s -= w[_u(L + NX * j + k)] * w[_u(z + k)]
@@ -147,7 +177,7 @@ def _substitute4(w, L, NX, z, first, rows=4):
         return
     z1, z2, z3 = z + NX, z + 2 * NX, z + 3 * NX
     j = first
-    while j + 2 <= NX:                         # entries j and j + 1 together: z_k loaded once for both
+    while j + 2 <= stop:                       # entries j and j + 1 together: z_k loaded once for both
         s0, s1, s2, s3 = w[_u(z + j)], w[_u(z1 + j)], w[_u(z2 + j)], w[_u(z3 + j)]
         t0, t1, t2, t3 = w[_u(z + j + 1)], w[_u(z1 + j + 1)], w[_u(z2 + j + 1)], w[_u(z3 + j + 1)]
         lj, lq = L + NX * j, L + NX * (j + 1)
@@ -169,7 +199,7 @@ def _substitute4(w, L, NX, z, first, rows=4):
         w[_u(z + j + 1)], w[_u(z1 + j + 1)] = (t0 - m * s0) * e, (t1 - m * s1) * e
         w[_u(z2 + j + 1)], w[_u(z3 + j + 1)] = (t2 - m * s2) * e, (t3 - m * s3) * e
         j += 2
-    for j in range(j, NX):
+    for j in range(j, stop):
         s0, s1, s2, s3 = w[_u(z + j)], w[_u(z1 + j)], w[_u(z2 + j)], w[_u(z3 + j)]
         lj = L + NX * j
         for k in range(first, j):

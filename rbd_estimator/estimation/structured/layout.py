@@ -27,7 +27,15 @@ HEADER = KIN.extend(
     # work arrays
     "WIC WPHI WD WV0 WK WA00 WJ WRR WNAA WNAH WNHH WBA WBH WH WA0 WAL WG WMS WSEL WQR WU WT WZ WS0 WF0 WKT "
     # the actuator model (..actuators): its count, its ACT_INTS records in ip, its ACT_FLOATS records in fp
-    "NACT ACTI ACTF")
+    "NACT ACTI ACTF "
+    # the least squares by limbs (.limbs): block count, block records, the permutation of x (position →
+    # column, column → position), the covariance's output rows by block and their rows' offsets in WZ,
+    # the blocks' gather indices into N_hh, each joint's body; its work: the blocks' factors 𝓛_b, the
+    # 13 × 12 border system, ỹ and x by blocks, the flag 'solved by limbs'
+    "NLB LBK PRM IPM LOUT LOY HIX JBD WHL WSC WLY WLB "
+    # the joint-space inertia M_ij of the pairs (i, j in i's subtree) (.covariance._joint_inertia), the
+    # index of the pair (j, i) for each (i, j above i)
+    "WM ANCM")
 
 
 (H_NB, H_FLOAT, H_IMUB, H_NPOSE, H_NCHAIN, H_RNEA, H_JT, H_PAR, H_QIX, H_VIX, H_POSE, H_CHAIN, H_JNT, H_S, H_I, H_AG, H_IMUE, H_IMUR, H_WR, H_WRP, H_WP, H_WC, H_WNU, H_WA, H_WF, H_WTMP, H_NJ, H_NH, H_NX, H_MSA,
@@ -36,7 +44,8 @@ HEADER = KIN.extend(
  H_GP, H_GI, H_RP, H_RI, H_CP, H_CI, H_CRP, H_CRI, H_CLO, H_CHI, H_BLK, H_OLO, H_OHI, H_OP, H_OI, H_TSEL, H_KSEL, H_SOLC,
  H_EYET, H_CBP, H_CBI, H_ANCP, H_ANCI, H_DSCP, H_DSCI, H_XB, H_GX, H_RX, H_CX, H_CRX, H_OX, H_PRI, H_WIC, H_WPHI, H_WD,
  H_WV0, H_WK, H_WA00, H_WJ, H_WRR, H_WNAA, H_WNAH, H_WNHH, H_WBA, H_WBH, H_WH, H_WA0, H_WAL, H_WG, H_WMS, H_WSEL, H_WQR,
- H_WU, H_WT, H_WZ, H_WS0, H_WF0, H_WKT, H_NACT, H_ACTI, H_ACTF) = HEADER.slots
+ H_WU, H_WT, H_WZ, H_WS0, H_WF0, H_WKT, H_NACT, H_ACTI, H_ACTF, H_NLB, H_LBK, H_PRM, H_IPM, H_LOUT, H_LOY, H_HIX, H_JBD,
+ H_WHL, H_WSC, H_WLY, H_WLB, H_WM, H_ANCM) = HEADER.slots
 HEADER.check(globals(), "H_")
 
 
@@ -44,6 +53,12 @@ _OBS_A, _OBS_F, _OBS_FP = 0, 1, 2  # observation groups: acceleration of a body,
 
 
 _QR_THRESHOLD = 1e-6             # Cholesky min L_kk²/N_kk below which the LS is re-solved by QR
+
+
+_LIMB_THRESHOLD = 1e-6           # limb blocks' (and the 6 × 6 factors') Cholesky ratio below which the dense LS is solved
+
+
+_LIMB_PRIOR = 1e6                # a limb block's contact pivots must exceed this × their prior's information (.limbs)
 
 
 _SINGULAR = 1e-13                # QR diagonal ratio below which the state is declared singular

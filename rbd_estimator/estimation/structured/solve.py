@@ -59,20 +59,23 @@ def _householder_ls(A, n_rows, n_cols, ld, v, tmp):
 
 
 @njit
-def _normal_equations(ip, fp, w):
+def _normal_equations(ip, fp, w, zero_nhh=True):
     """Rows ``[j_a | j_h]`` and right-hand sides ``r − G v⁰ − j_a a⁰⁰`` of the (compressed) sensor
     rows, accumulated into ``N_aa``, ``N_ah``, ``N_hh``, ``b_a``, ``b_h`` over each row's two column
-    ranges (its joints' ``δ``, its contacts' ``h``: another limb's columns in between are skipped);
-    then the reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in
-    ``N_hh``, ``b_h``; lower triangle)."""
-    floating, NX = ip[H_FLOAT], ip[H_NX]
-    Naa, Nah, Nhh, ba, bh, w_K = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH], ip[H_WK]
+    ranges (its joints' ``δ``, its contacts' ``h``: another limb's columns in between are skipped),
+    lower triangles. The floating base's coupling is added by :func:`_base_coupling` (the dense
+    path); :mod:`.limbs` eliminates the limbs' blocks first instead, and zeroes only their entries of
+    ``N_hh`` itself (not ``zero_nhh``: the entries between blocks are then not meaningful)."""
+    NX = ip[H_NX]
+    Naa, Nah, Nhh, ba, bh = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH]
     for k in range(36):
         w[_u(Naa + k)] = 0.0
     for k in range(6 * NX):
         w[_u(Nah + k)] = 0.0
-    for k in range(NX * NX):
-        w[_u(Nhh + k)] = 0.0
+    if zero_nhh:                           # its lower triangle: what is read
+        for j in range(NX):
+            for k in range(j + 1):
+                w[_u(Nhh + NX * j + k)] = 0.0
     for k in range(6):
         w[_u(ba + k)] = 0.0
     for k in range(NX):
@@ -81,10 +84,16 @@ def _normal_equations(ip, fp, w):
         _sensor_rows(ip, fp, w, False)     # literal drops the second range's loops: the exact tick's code)
     else:
         _sensor_rows(ip, fp, w, True)
-    if not floating:
-        return
-    # U = N_ah + ½ N_aa P (6 × NX); N += Pᵀ U + Uᵀ P; b += Pᵀ b_a, over Pᵀ's rows (``WKT``, kept for
-    # the covariance's torque rows) and U's: contiguous in the column l
+
+
+@njit
+def _base_coupling(ip, w):
+    """The reduced ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P`` and ``b = b_h + Pᵀ b_a`` (in ``N_hh``,
+    ``b_h``; lower triangle; floating base), after :func:`_normal_equations`: ``U = N_ah + ½ N_aa P``
+    (6 × NX), ``N += Pᵀ U + Uᵀ P``, ``b += Pᵀ b_a``, over ``Pᵀ``'s rows (``WKT``, kept for the
+    covariance's torque rows) and ``U``'s: contiguous in the column ``l``."""
+    NX, w_K = ip[H_NX], ip[H_WK]
+    Naa, Nah, Nhh, ba, bh = ip[H_WNAA], ip[H_WNAH], ip[H_WNHH], ip[H_WBA], ip[H_WBH]
     U, Kt = ip[H_WU], ip[H_WKT]
     for j in range(NX):
         for k in range(6):
@@ -232,13 +241,29 @@ def _add_prior(ip, fp, w):
 def _cholesky_solve(N, no, n, b, bo, x, xo):
     """Solve ``N x = b`` (lower triangle of the row-major ``n × n`` ``N`` factorised in place:
     ``L`` below the diagonal, ``1 / L_jj`` on it).
-    Returns ``min_k L_kk² / N_kk``, the smallest squared sine between a column of ``J`` and the
-    span of the previous ones (scale-invariant; 0 if ``N`` is not positive definite)."""
-    if n == 0:
-        return 1.0
+    Returns :func:`_cholesky`'s ratio."""
+    worst = _cholesky(N, no, n, n, n)
+    if worst == 0.0:
+        return 0.0
+    for j in range(n):
+        s = b[_u(bo + j)]
+        for k in range(j):
+            s -= N[_u(no + n * j + k)] * x[_u(xo + k)]
+        x[_u(xo + j)] = s * N[_u(no + n * j + j)]
+    _back_substitute(N, no, n, x, xo, n)
+    return worst
+
+
+@njit
+def _cholesky(N, no, n, ld, rows):
+    """``N = L Lᵀ`` in place (lower triangle of the row-major ``n × n`` ``N`` at ``no``, leading
+    dimension ``ld``: ``L`` below the diagonal, ``1 / L_jj`` on it); the ``rows − n`` rows after it
+    (their first ``n`` entries, ``B``) become ``(L⁻¹ Bᵀ)ᵀ`` on the way. Returns ``min_k L_kk² / N_kk``,
+    the smallest squared sine between a column of ``J`` and the span of the previous ones
+    (scale-invariant; 0 if ``N`` is not positive definite)."""
     worst = 1.0
     for j in range(n):
-        rj = no + n * j
+        rj = no + ld * j
         njj = N[_u(rj + j)]
         s = njj
         for k in range(j):
@@ -250,8 +275,8 @@ def _cholesky_solve(N, no, n, b, bo, x, xo):
         r = 1.0 / np.sqrt(s)
         N[_u(rj + j)] = r                         # the diagonal keeps 1 / L_jj: no division below
         i = j + 1
-        while i + 4 <= n:                         # four rows at a time: L_jk loaded once for them
-            r0, r1, r2, r3 = no + n * i, no + n * (i + 1), no + n * (i + 2), no + n * (i + 3)
+        while i + 4 <= rows:                      # four rows at a time: L_jk loaded once for them
+            r0, r1, r2, r3 = no + ld * i, no + ld * (i + 1), no + ld * (i + 2), no + ld * (i + 3)
             s0, s1, s2, s3 = N[_u(r0 + j)], N[_u(r1 + j)], N[_u(r2 + j)], N[_u(r3 + j)]
             for k in range(j):
                 lk = N[_u(rj + k)]
@@ -261,23 +286,25 @@ def _cholesky_solve(N, no, n, b, bo, x, xo):
                 s3 -= N[_u(r3 + k)] * lk
             N[_u(r0 + j)], N[_u(r1 + j)], N[_u(r2 + j)], N[_u(r3 + j)] = s0 * r, s1 * r, s2 * r, s3 * r
             i += 4
-        for i in range(i, n):
-            ri = no + n * i
+        for i in range(i, rows):
+            ri = no + ld * i
             s = N[_u(ri + j)]
             for k in range(j):
                 s -= N[_u(ri + k)] * N[_u(rj + k)]
             N[_u(ri + j)] = s * r
-    for j in range(n):
-        s = b[_u(bo + j)]
-        for k in range(j):
-            s -= N[_u(no + n * j + k)] * x[_u(xo + k)]
-        x[_u(xo + j)] = s * N[_u(no + n * j + j)]
-    for j in range(n - 1, -1, -1):
-        s = x[_u(xo + j)]
-        for k in range(j + 1, n):
-            s -= N[_u(no + n * k + j)] * x[_u(xo + k)]
-        x[_u(xo + j)] = s * N[_u(no + n * j + j)]
     return worst
+
+
+@njit(inline="always")
+def _back_substitute(N, no, n, x, xo, ld):
+    """``x ← L⁻ᵀ x`` with :func:`_cholesky`'s factor ``L`` (``n × n`` at ``no``, leading dimension ``ld``),
+    by ``L``'s rows: ``x_j`` final, then subtracted from the entries before it (a contiguous loop)."""
+    for j in range(n - 1, -1, -1):
+        rj = no + ld * j
+        xj = x[_u(xo + j)] * N[_u(rj + j)]
+        x[_u(xo + j)] = xj
+        for k in range(j):
+            x[_u(xo + k)] -= N[_u(rj + k)] * xj
 
 
 @njit

@@ -12,11 +12,12 @@ from .accelerations import acceleration_columns, joint_columns
 from .covariance import covariance
 from .layout import (H_ACTF, H_ACTI, H_COV, H_FLOAT, H_IMUB, H_IMUY, H_MS, H_NACT, H_NB, H_NH, H_NX, H_NIMU, H_NJ,
     H_NOUTM, H_NY, H_RED, H_SCOV,
-    H_SIMU, H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_STAIL, H_SW, H_SX, H_WA0, H_WA00, H_WBH, H_WH, H_WK, H_WMS,
-    H_WNHH, _A1, _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
+    H_SIMU, H_SEND, H_SFP, H_SINFO, H_SOLC, H_SOUT, H_STAIL, H_SW, H_SX, H_WA0, H_WA00, H_WH, H_WK, H_WLB, H_WMS,
+    _A1, _IN, _QR_THRESHOLD, _SINGULAR, _u, njit)
 from .outputs import _outputs, _residual
 from .reduction import _backward_without_contacts, _base_equation, _observations
-from .solve import _add_prior, _cholesky_solve, _normal_equations, _qr_solve
+from .limbs import least_squares, limb_covariance
+from .solve import _qr_solve
 
 _SIGNATURE = nbt.int64(nbt.int64[::1], _A1, _IN, _IN, _IN, _IN)
 
@@ -71,10 +72,8 @@ def structured_tick(ip, S, q, dq, ddq, y):
     if floating and not _base_equation(ip, w):
         info[2] = 0.0
         return 2
-    _normal_equations(ip, fp, w)
-    _add_prior(ip, fp, w)
-    w_h, Nhh, bh = ip[H_WH], ip[H_WNHH], ip[H_WBH]
-    ratio = _cholesky_solve(w, Nhh, NX, w, bh, w, w_h)
+    ratio = least_squares(ip, fp, w)                # by limbs (P4) or dense (condition estimate: limbs.py)
+    w_h = ip[H_WH]
     if ratio < _QR_THRESHOLD:
         ratio = _qr_solve(ip, fp, w)
         if not (ratio > _SINGULAR):
@@ -109,7 +108,10 @@ def structured_tick(ip, S, q, dq, ddq, y):
             return 2
     if ip[H_COV]:
         cov = S[ip[H_SCOV]:ip[H_STAIL]]
-        covariance(ip, fp, w, cov)
+        if w[_u(ip[H_WLB])]:                        # the least squares went by limbs (P5)
+            limb_covariance(ip, fp, w, cov)
+        else:
+            covariance(ip, fp, w, cov)
         for k in range(cov.shape[0]):
             if not np.isfinite(cov[_u(k)]):
                 return 2
