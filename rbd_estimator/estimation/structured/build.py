@@ -274,6 +274,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
             tsel[i] = jidx[m.body_joint_names[i]]
     anc = [[j for j in m.supports([i]) if j != i and tsel[j] >= 0] for i in range(NB)]   # joints above i
     dsc = [[j for j in range(NB) if tsel[j] >= 0 and below(j, i)] for i in range(NB)]     # i's subtree's joints
+    jbd = np.argsort(np.where(tsel >= 0, tsel, nj + np.arange(NB)))[:nj].astype(np.int64)  # each joint's body
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
     seg = np.zeros((NOBS, 2, 2), np.int64)               # per observation: its δ span and its h span
     xcols = [{msa + j - obs_h} if j >= obs_h else set() for j in range(NOBS)]   # per observation: x's columns
@@ -353,10 +354,9 @@ def _build(est: TreeProblem) -> StructuredSolver:
     NCOV = nj + 6 * NC                                   # output rows of τ and of the contact wrenches
     limbs = None                                         # the least squares by limbs (.limbs, P4–P5)
     if msa and floating and NX >= _LIMBS_MIN_NX:
-        joint_body = {int(tsel[i]): i for i in range(NB) if tsel[i] >= 0}
         s_cols = {j: {int(tsel[k]) for k in anc[i] + dsc[i]}
                   | {c for ci in below_body[i] for c in range(choff[ci], choff[ci] + ck[ci])}
-                  for j, i in joint_body.items()}         # a torque's columns: joints above, below, contacts below
+                  for j, i in enumerate(jbd)}             # a torque's columns: joints above, below, contacts below
         out_cols = [set().union(*([s_cols[c] for c in np.flatnonzero(Osel[r, :nj])]
                                   + [{msa + c - nj} for c in np.flatnonzero(Osel[r, nj:nj + NH]) + nj]))
                     for r in range(NCOV)]
@@ -421,7 +421,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
                  CBP=ipk.add(cbp), CBI=ipk.add(cbi), ANCP=ipk.add(ancp), ANCI=ipk.add(anci), DSCP=ipk.add(dscp),
                  DSCI=ipk.add(dsci), ACTI=ipk.add(est.actuators.ints), LBK=ipk.add(lbk), PRM=ipk.add(prm),
                  IPM=ipk.add(ipm), LOUT=ipk.add(lout), LOY=ipk.add(loy), HIX=ipk.add(hix), ANCM=ipk.add(ancm),
-                 JBD=ipk.add(np.argsort(np.where(tsel >= 0, tsel, nj + np.arange(NB)))[:nj].astype(np.int64)))
+                 JBD=ipk.add(jbd))
     counts = dict(NJ=nj, NH=NH, NX=NX, MSA=msa, NC=NC, MS=lay.m_sensor, MSC=MSC, NBLK=len(blocks), NLB=nlb, NOBS=NOBS, NGRP=len(observed), NPAIR=len(pairs), NCP=len(cpath),
                   RED=int(redundant), NOUTM=O.shape[0], NMSRC=NMSRC, NSEL=NSEL, NY=lay.n_y, IMUY=est.imu_y,
                   NIMU=est.n_imu, COV=int(cfg.covariance), NACT=est.actuators.count, **est.offsets)
