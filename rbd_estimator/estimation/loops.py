@@ -162,10 +162,11 @@ class LoopEstimator(EstimatorInterface):
 
     def _tick_arrays(self) -> tuple:
         """The arrays a tick writes: ``[y ẏ ÿ]``, ``[q q̇ q̈]``, ``τ_y``, the spanning buffers with the
-        four-bars' warm start ``q_warm``, the state-dependent ``G`` and ``Gᵀ`` (views of the packed
-        tick's one array ``E``, and its work space, when the tick is compiled)."""
-        own = (self._Y, self._Q, self._tau, self._qs, self._dqs, self._q_warm, self.G, self._GT)
-        return own if self._packed is None else own + (self._E, self._packed.w)
+        four-bars' warm start ``q_warm``, the state-dependent ``G`` and ``Gᵀ``; when the tick is
+        compiled all but ``τ_y`` are views of its one array ``E``, which goes with its work space."""
+        if self._packed is not None:
+            return self._tau, self._E, self._packed.w
+        return self._Y, self._Q, self._tau, self._qs, self._dqs, self._q_warm, self.G, self._GT
 
     def reset(self) -> None:
         """:meth:`EstimatorInterface.reset`: the spanning-tree estimator's, then this one's arrays (the
