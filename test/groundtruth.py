@@ -71,7 +71,10 @@ class GroundTruth:
             q[:7], v[:6], a[:6] = q_base, v_base, a_base
         for k, name in enumerate(self.model.joint_names):
             jid = pm.getJointId(name)
-            q[pm.idx_qs[jid]] = qj[k]
+            if pm.nqs[jid] == 2:                 # continuous joint: pinocchio's (cos q, sin q)
+                q[pm.idx_qs[jid]:pm.idx_qs[jid] + 2] = np.cos(qj[k]), np.sin(qj[k])
+            else:
+                q[pm.idx_qs[jid]] = qj[k]
             v[pm.idx_vs[jid]] = vj[k]
             a[pm.idx_vs[jid]] = aj[k]
         return q, v, a

@@ -59,8 +59,8 @@ class PlanReport:
     n_blocks: int
     largest_block: int
     flops: int
-    rnea_ops: int
-    aba_ops: int
+    rnea_ops: int | None          # None: a lone floating body, where §6's formulas do not apply
+    aba_ops: int | None
     solver: str = "generic"   # the tick path: 'generic' (this factorisation) or 'structured'
 
     def summary(self) -> str:
@@ -68,7 +68,8 @@ class PlanReport:
         return (f"[{self.solver} tick] {self.n_unknowns} unknowns, {self.n_equations} equations ({self.n_sensor_rows} sensor rows), "
                 f"{kind} system {self.system_size}×{self.system_size} with {self.nnz} nonzeros, fill-in "
                 f"{self.fill_in}, {self.n_blocks} diagonal blocks (largest {self.largest_block}), "
-                f"{self.flops} flops per estimate (RNEA {self.rnea_ops}, ABA {self.aba_ops})")
+                f"{self.flops} flops per estimate" + ("" if self.rnea_ops is None else
+                                                      f" (RNEA {self.rnea_ops}, ABA {self.aba_ops})"))
 
 
 def random_states(layout: SystemLayout, rng: np.random.Generator, count: int):
@@ -397,8 +398,12 @@ def system_triplets(lay: SystemLayout, t: np.ndarray):
     return trip, N, True, pivots
 
 
-def costs_of(layout: SystemLayout) -> tuple[int, int]:
-    """RNEA and ABA operation counts (m + a) for the same robot (Featherstone §6 formulas)."""
+def costs_of(layout: SystemLayout) -> tuple[int | None, int | None]:
+    """RNEA and ABA operation counts (m + a) for the same robot (Featherstone §6 formulas);
+    ``(None, None)`` for a floating body without joints (a drone's frame), which the floating-base
+    formulas, counted from one joint besides the base, do not cover."""
+    if layout.model.floating_base and layout.model.n_joints == 0:
+        return None, None
     tc = cost(layout.model)
     return int(sum(tc.rnea)), int(sum(tc.aba))
 
