@@ -200,7 +200,8 @@ def _undetermined_message(layout, cols, weight, ndir, structural) -> str:
     primary = accels or ranked                  # the acceleration closest to the root is the cause
     parts = (["contact wrenches of " + " and ".join(contacts)] if contacts else [])
     parts += [f"{_KIND_WORDS[k]} {o}" for k, o in primary[:2 if contacts else 4]]
-    hint = ("add force-torque sensors or load cells on the contacts, declare fewer contacts, or use a "
+    hint = ("add joint-torque sensors on the joints above the contacts (joint_torque_sensors), force-torque "
+            "sensors, contact force sensors or load cells on the contacts, declare fewer contacts, or use a "
             "reduced contact model (point_force, slippery)" if contacts else
             "add the sensors that observe them (IMU on the base, force-torque sensors)")
     kind = "structurally" if structural else "numerically"
