@@ -42,7 +42,8 @@ def unfix_joints(xml: str, joints) -> str:
         pat = re.compile(r'(<joint\s+name="%s"\s+type=")fixed(")' % re.escape(j))
         xml, n = pat.subn(r"\1revolute\2", xml)
         assert n == 1, j
-        xml = re.sub(r'(<joint\s+name="%s"\s+type="revolute"[^>]*>)' % re.escape(j),   # attributes after type: Go2's dont_collapse
+        # [^>]*: attributes after the type too (Go2's dont_collapse)
+        xml = re.sub(r'(<joint\s+name="%s"\s+type="revolute"[^>]*>)' % re.escape(j),
                      r'\1<axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/>', xml)
     return xml
 
