@@ -42,7 +42,8 @@ def unfix_joints(xml: str, joints) -> str:
         pat = re.compile(r'(<joint\s+name="%s"\s+type=")fixed(")' % re.escape(j))
         xml, n = pat.subn(r"\1revolute\2", xml)
         assert n == 1, j
-        xml = re.sub(r'(<joint\s+name="%s"\s+type="revolute"\s*>)' % re.escape(j),
+        # [^>]*: attributes after the type too (Go2's dont_collapse)
+        xml = re.sub(r'(<joint\s+name="%s"\s+type="revolute"[^>]*>)' % re.escape(j),
                      r'\1<axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/>', xml)
     return xml
 
@@ -71,7 +72,10 @@ class GroundTruth:
             q[:7], v[:6], a[:6] = q_base, v_base, a_base
         for k, name in enumerate(self.model.joint_names):
             jid = pm.getJointId(name)
-            q[pm.idx_qs[jid]] = qj[k]
+            if pm.nqs[jid] == 2:                 # continuous joint: pinocchio's (cos q, sin q)
+                q[pm.idx_qs[jid]:pm.idx_qs[jid] + 2] = np.cos(qj[k]), np.sin(qj[k])
+            else:
+                q[pm.idx_qs[jid]] = qj[k]
             v[pm.idx_vs[jid]] = vj[k]
             a[pm.idx_vs[jid]] = aj[k]
         return q, v, a

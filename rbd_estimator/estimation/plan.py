@@ -59,8 +59,8 @@ class PlanReport:
     n_blocks: int
     largest_block: int
     flops: int
-    rnea_ops: int
-    aba_ops: int
+    rnea_ops: int | None          # None: a lone floating body, where §6's formulas do not apply
+    aba_ops: int | None
     solver: str = "generic"   # the tick path: 'generic' (this factorisation) or 'structured'
 
     def summary(self) -> str:
@@ -68,7 +68,8 @@ class PlanReport:
         return (f"[{self.solver} tick] {self.n_unknowns} unknowns, {self.n_equations} equations ({self.n_sensor_rows} sensor rows), "
                 f"{kind} system {self.system_size}×{self.system_size} with {self.nnz} nonzeros, fill-in "
                 f"{self.fill_in}, {self.n_blocks} diagonal blocks (largest {self.largest_block}), "
-                f"{self.flops} flops per estimate (RNEA {self.rnea_ops}, ABA {self.aba_ops})")
+                f"{self.flops} flops per estimate" + ("" if self.rnea_ops is None else
+                                                      f" (RNEA {self.rnea_ops}, ABA {self.aba_ops})"))
 
 
 def random_states(layout: SystemLayout, rng: np.random.Generator, count: int):
@@ -199,7 +200,8 @@ def _undetermined_message(layout, cols, weight, ndir, structural) -> str:
     primary = accels or ranked                  # the acceleration closest to the root is the cause
     parts = (["contact wrenches of " + " and ".join(contacts)] if contacts else [])
     parts += [f"{_KIND_WORDS[k]} {o}" for k, o in primary[:2 if contacts else 4]]
-    hint = ("add force-torque sensors or load cells on the contacts, declare fewer contacts, or use a "
+    hint = ("add joint-torque sensors on the joints above the contacts (joint_torque_sensors), force-torque "
+            "sensors, contact force sensors or load cells on the contacts, declare fewer contacts, or use a "
             "reduced contact model (point_force, slippery)" if contacts else
             "add the sensors that observe them (IMU on the base, force-torque sensors)")
     kind = "structurally" if structural else "numerically"
@@ -397,8 +399,12 @@ def system_triplets(lay: SystemLayout, t: np.ndarray):
     return trip, N, True, pivots
 
 
-def costs_of(layout: SystemLayout) -> tuple[int, int]:
-    """RNEA and ABA operation counts (m + a) for the same robot (Featherstone §6 formulas)."""
+def costs_of(layout: SystemLayout) -> tuple[int | None, int | None]:
+    """RNEA and ABA operation counts (m + a) for the same robot (Featherstone §6 formulas);
+    ``(None, None)`` for a floating body without joints (a drone's frame), which the floating-base
+    formulas, counted from one joint besides the base, do not cover."""
+    if layout.model.floating_base and layout.model.n_joints == 0:
+        return None, None
     tc = cost(layout.model)
     return int(sum(tc.rnea)), int(sum(tc.aba))
 
