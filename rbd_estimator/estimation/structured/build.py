@@ -165,6 +165,26 @@ def _csr(M):
     return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(np.float64)
 
 
+def _subtrees(par: np.ndarray) -> np.ndarray:
+    """``sub[i, j]``: body ``j`` is in the subtree of body ``i`` (``i`` included), from the parent
+    array in regular numbering (a child after its parent), leaves first: ``NB`` row operations."""
+    sub = np.eye(par.size, dtype=bool)
+    for b in range(par.size - 1, 0, -1):
+        if par[b] >= 0:
+            sub[par[b]] |= sub[b]
+    return sub
+
+
+def _pair_index(anc, dsc_mask: np.ndarray, dscp: np.ndarray) -> np.ndarray:
+    """For each pair ``(i, j)``, ``j`` in ``anc[i]`` (in that order), the index of the pair ``(j, i)``
+    in the CSR lists of ``dsc`` (``dsc[j]`` = the ascending ``flatnonzero(dsc_mask[j])``, starting at
+    ``dscp[j]``), or -1 when ``i`` is not in ``dsc[j]``."""
+    i = np.repeat(np.arange(len(anc), dtype=np.int64), [len(a) for a in anc])
+    j = np.array([k for a in anc for k in a], dtype=np.int64)
+    rank = np.cumsum(dsc_mask, axis=1) - 1               # rank[j, i]: i's position in dsc[j]
+    return np.where(dsc_mask[j, i], dscp[j] + rank[j, i], -1).astype(np.int64)
+
+
 def _build(est: TreeProblem) -> StructuredSolver:
     m, lay, cfg = est.model, est.layout, est.config
     NB, nj = m.NB, m.n_joints
@@ -260,10 +280,10 @@ def _build(est: TreeProblem) -> StructuredSolver:
     MSC = Gc.shape[0]
 
     # ---- contacts below each observed wrench; h-column ranges of observations and LS rows
+    sub = _subtrees(par)
+
     def below(b, s):
-        while b >= 0 and b != s:
-            b = par[b]
-        return b == s
+        return bool(sub[s, b])
     ipk, fpk = Packer(np.int64, header=HEADER), Packer(np.float64)
     observed = [(key, obs_off[key], 6, -1) for key in groups if key in obs_off]
     observed += [(key, o, 1, fpk.add(s_)) for (key, _), (o, s_) in proj.items()]   # (fp offset of s)
@@ -272,8 +292,11 @@ def _build(est: TreeProblem) -> StructuredSolver:
     for i in range(NB):
         if m.joint_dofs[i] == 1 and not (floating and i == 0):
             tsel[i] = jidx[m.body_joint_names[i]]
-    anc = [[j for j in m.supports([i]) if j != i and tsel[j] >= 0] for i in range(NB)]   # joints above i
-    dsc = [[j for j in range(NB) if tsel[j] >= 0 and below(j, i)] for i in range(NB)]     # i's subtree's joints
+    jointed = tsel >= 0
+    above = sub & jointed[:, None]                        # above[j, i]: j a joint body with i in its subtree
+    np.fill_diagonal(above, False)
+    anc = [np.flatnonzero(above[:, i]).tolist() for i in range(NB)]                 # joints above i
+    dsc = [np.flatnonzero(sub[i] & jointed).tolist() for i in range(NB)]             # i's subtree's joints
     jbd = np.argsort(np.where(tsel >= 0, tsel, nj + np.arange(NB)))[:nj].astype(np.int64)  # each joint's body
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
     seg = np.zeros((NOBS, 2, 2), np.int64)               # per observation: its δ span and its h span
@@ -344,13 +367,12 @@ def _build(est: TreeProblem) -> StructuredSolver:
     ksel = np.full(NB, -1, dtype=np.int64)
     for kk, b in enumerate(kept_bodies):
         ksel[b] = nj + NH + 6 * kk
-    below_body = [[ci for ci in range(NC) if below(int(cbody[ci]), i)] if tsel[i] >= 0 else [] for i in range(NB)]
+    below_body = [np.flatnonzero(sub[i, cbody]).tolist() if tsel[i] >= 0 else [] for i in range(NB)]
     cbp = np.concatenate([[0], np.cumsum([len(b) for b in below_body])]).astype(np.int64)
     cbi = np.array([ci for b in below_body for ci in b], dtype=np.int64)
     ancp, anci = _csr_lists(anc)
     dscp, dsci = _csr_lists(dsc)
-    ancm = np.array([dscp[j] + dsc[j].index(i) if i in dsc[j] else -1 for i in range(NB) for j in anc[i]],
-                    np.int64)                             # (i, j above i) → the pair (j, i) of dsc
+    ancm = _pair_index(anc, sub & jointed, dscp)         # (i, j above i) → the pair (j, i) of dsc
     NCOV = nj + 6 * NC                                   # output rows of τ and of the contact wrenches
     limbs = None                                         # the least squares by limbs (.limbs, P4–P5)
     if msa and floating and NX >= _LIMBS_MIN_NX:

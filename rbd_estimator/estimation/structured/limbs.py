@@ -344,18 +344,21 @@ def plan(NX: int, row_cols, out_cols):
     * the factors' total size and the output rows' (``n_b + 13`` each)."""
     if any(not cols for cols in out_cols):
         return None
-    edges = [(min(cols), c) for cols in list(row_cols) + list(out_cols) for c in cols]
+    edges = [(lo, c) for cols in list(row_cols) + list(out_cols) if cols for lo in (min(cols),) for c in cols]
     a, b = np.array(edges, np.int64).reshape(-1, 2).T
     _, label = connected_components(sp.coo_matrix((np.ones(a.size), (a, b)), shape=(NX, NX)), directed=False)
     blocks = {}
     for c in range(NX):
         blocks.setdefault(label[c], []).append(c)
+    first = [min(oc) for oc in out_cols]                 # an output's first column (its block's label)
+    outs_of = {}
+    for r, c in enumerate(first):
+        outs_of.setdefault(label[c], []).append(r)
     prm, lbk, lout, loy, hix = [], [], [], np.zeros(len(out_cols), np.int64), []
     l_size = y_size = 0
     for cols in sorted(blocks.values()):
         pos = {c: k for k, c in enumerate(cols)}
-        outs = [r for r, oc in enumerate(out_cols) if label[min(oc)] == label[cols[0]]]
-        outs.sort(key=lambda r: (min(pos[c] for c in out_cols[r]), r))       # by their first nonzero
+        outs = sorted(outs_of.get(label[cols[0]], []), key=lambda r: (pos[first[r]], r))   # by their first nonzero
         lbk.append([len(prm), len(cols), l_size, len(lout), len(lout) + len(outs), len(hix)])
         hix += [NX * max(a, c) + min(a, c) for i, a in enumerate(cols) for c in cols[:i + 1]]   # N_hh's lower triangle
         for r in outs:
