@@ -2,6 +2,7 @@
 bodies (serial chains, balanced trees).
 
 Run: .venv/bin/python benchmarks/bench_scaling.py [--max-bodies 500] [--out docs/] [--plan-only]
+[--acceleration-stddev 0.5] (the plan table with the joint accelerations as a measurement)
 Prints the plan table (shipped robots with their parameter files, the 16 contact subsets of the
 quadruped, generated trees), then the scaling table, and saves docs/scaling.png (not with
 --plan-only). Nori's Figs. 1 and 2 (counts) are ``benchmarks/papers_figures.py``'s. A plan is ``make_estimator(model, config)`` with the
@@ -77,15 +78,16 @@ def plan_seconds(model, cfg, reps: int) -> tuple[float, object]:
     return float(np.median(ts)), est
 
 
-def plan_table(max_bodies: int, reps: int):
+def plan_table(max_bodies: int, reps: int, acc_stddev: float = 0.0):
     """Print the plan time of the shipped robots, of every contact subset of the quadruped and of
-    generated trees up to ``max_bodies`` bodies."""
+    generated trees up to ``max_bodies`` bodies; with ``acc_stddev > 0`` the joint accelerations are a
+    measurement (``joint_acceleration_stddev``)."""
     print(f"plan = make_estimator(model, config), median of {reps}")
     print(f"{'configuration':36s} {'bodies':>6s} {'unknowns':>8s} {'plan (s)':>9s}  tick")
     for name, label in (("icub", "iCub"), ("talos", "Talos"), ("g1", "G1"), ("go2", "Go2")):
         with open(robots.urdf_file(name), encoding="utf-8") as fh:
             xml = fh.read()
-        cfg = SensorConfig.from_yaml(robots.params_file(name))
+        cfg = replace(SensorConfig.from_yaml(robots.params_file(name)), joint_acceleration_stddev=acc_stddev)
         model = model_for(xml, cfg)
         t, est = plan_seconds(model, cfg, reps)
         print(f"{label + ' (config/' + name + '.yaml)':36s} {model.NB:6d} {est.report.n_unknowns:8d} {t:9.3f}  "
@@ -107,7 +109,7 @@ def plan_table(max_bodies: int, reps: int):
                 continue
             seen.add((topo, len(parents)))
             xml, soles = tree_urdf(parents, seed=len(parents), ft_leaves=1 if topo == "serial chain" else 2)
-            cfg = config(soles)
+            cfg = replace(config(soles), joint_acceleration_stddev=acc_stddev)
             model = model_for(xml, cfg)
             t, est = plan_seconds(model, cfg, reps)
             print(f"{topo + ' ' + str(len(parents)):36s} {model.NB:6d} {est.report.n_unknowns:8d} {t:9.3f}  "
@@ -119,11 +121,13 @@ def main():
     ap.add_argument("--max-bodies", type=int, default=500)
     ap.add_argument("--reps", type=int, default=5, help="plans per configuration (median)")
     ap.add_argument("--plan-only", action="store_true", help="only the plan table")
+    ap.add_argument("--acceleration-stddev", type=float, default=0.0,
+                    help="joint_acceleration_stddev of the plan table's configurations (0: exact)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs"))
     args = ap.parse_args()
     print("machine:", machine())
     estimator_for(*(lambda x: (x[0], config(x[1])))(tree_urdf(serial_chain(3), ft_leaves=1)))  # load kernels
-    plan_table(args.max_bodies, args.reps)
+    plan_table(args.max_bodies, args.reps, args.acceleration_stddev)
     if args.plan_only:
         return
     rows = []
