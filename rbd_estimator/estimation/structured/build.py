@@ -280,10 +280,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
     MSC = Gc.shape[0]
 
     # ---- contacts below each observed wrench; h-column ranges of observations and LS rows
-    sub = _subtrees(par)
-
-    def below(b, s):
-        return bool(sub[s, b])
+    sub = _subtrees(par)                                 # sub[i, j]: j in i's subtree
     ipk, fpk = Packer(np.int64, header=HEADER), Packer(np.float64)
     observed = [(key, obs_off[key], 6, -1) for key in groups if key in obs_off]
     observed += [(key, o, 1, fpk.add(s_)) for (key, _), (o, s_) in proj.items()]   # (fp offset of s)
@@ -295,9 +292,10 @@ def _build(est: TreeProblem) -> StructuredSolver:
     jointed = tsel >= 0
     above = sub & jointed[:, None]                        # above[j, i]: j a joint body with i in its subtree
     np.fill_diagonal(above, False)
+    below_joints = sub & jointed                          # below_joints[i, j]: j a joint body in i's subtree
     anc = [np.flatnonzero(above[:, i]).tolist() for i in range(NB)]                 # joints above i
-    dsc = [np.flatnonzero(sub[i] & jointed).tolist() for i in range(NB)]             # i's subtree's joints
-    jbd = np.argsort(np.where(tsel >= 0, tsel, nj + np.arange(NB)))[:nj].astype(np.int64)  # each joint's body
+    dsc = [np.flatnonzero(below_joints[i]).tolist() for i in range(NB)]             # i's subtree's joints
+    jbd = np.argsort(np.where(jointed, tsel, nj + np.arange(NB)))[:nj].astype(np.int64)  # each joint's body
     pairs, olo, ohi, grp = [], np.zeros(NOBS, np.int64), np.zeros(NOBS, np.int64), []
     seg = np.zeros((NOBS, 2, 2), np.int64)               # per observation: its δ span and its h span
     xcols = [{msa + j - obs_h} if j >= obs_h else set() for j in range(NOBS)]   # per observation: x's columns
@@ -307,7 +305,7 @@ def _build(est: TreeProblem) -> StructuredSolver:
         lo, hi = NX, 0
         if key[0] == "f":
             for ci in range(NC):
-                if below(int(cbody[ci]), key[1]):
+                if sub[key[1], cbody[ci]]:
                     pairs.append((o, ci, key[1], sx))
                     lo, hi = min(lo, choff[ci]), max(hi, choff[ci] + ck[ci])
                     for a in range(n):
@@ -367,12 +365,12 @@ def _build(est: TreeProblem) -> StructuredSolver:
     ksel = np.full(NB, -1, dtype=np.int64)
     for kk, b in enumerate(kept_bodies):
         ksel[b] = nj + NH + 6 * kk
-    below_body = [np.flatnonzero(sub[i, cbody]).tolist() if tsel[i] >= 0 else [] for i in range(NB)]
+    below_body = [np.flatnonzero(sub[i, cbody]).tolist() if jointed[i] else [] for i in range(NB)]
     cbp = np.concatenate([[0], np.cumsum([len(b) for b in below_body])]).astype(np.int64)
     cbi = np.array([ci for b in below_body for ci in b], dtype=np.int64)
     ancp, anci = _csr_lists(anc)
     dscp, dsci = _csr_lists(dsc)
-    ancm = _pair_index(anc, sub & jointed, dscp)         # (i, j above i) → the pair (j, i) of dsc
+    ancm = _pair_index(anc, below_joints, dscp)          # (i, j above i) → the pair (j, i) of dsc
     NCOV = nj + 6 * NC                                   # output rows of τ and of the contact wrenches
     limbs = None                                         # the least squares by limbs (.limbs, P4–P5)
     if msa and floating and NX >= _LIMBS_MIN_NX:

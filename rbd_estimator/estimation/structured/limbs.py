@@ -344,7 +344,11 @@ def plan(NX: int, row_cols, out_cols):
     * the factors' total size and the output rows' (``n_b + 13`` each)."""
     if any(not cols for cols in out_cols):
         return None
-    edges = [(lo, c) for cols in list(row_cols) + list(out_cols) if cols for lo in (min(cols),) for c in cols]
+    edges = []                                           # each row's columns joined to its first
+    for cols in list(row_cols) + list(out_cols):
+        if cols:
+            lo = min(cols)
+            edges += [(lo, c) for c in cols]
     a, b = np.array(edges, np.int64).reshape(-1, 2).T
     _, label = connected_components(sp.coo_matrix((np.ones(a.size), (a, b)), shape=(NX, NX)), directed=False)
     blocks = {}
