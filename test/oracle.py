@@ -86,6 +86,8 @@ class Pair:
 
 
 def rel_err(x, ref) -> float:
-    """Relative error ``max|x − ref| / max(1, max|ref|)``."""
+    """Relative error ``max|x − ref| / max(1, max|ref|)`` (0 for empty arrays: a robot without joints)."""
     x, ref = np.asarray(x), np.asarray(ref)
+    if not ref.size:
+        return 0.0
     return float(np.max(np.abs(x - ref)) / max(1.0, float(np.max(np.abs(ref)))))

@@ -38,6 +38,7 @@ import zlib
 import numpy as np
 import pytest
 from groundtruth import GroundTruth
+from oracle import rel_err
 from test_mimic_estimator import MimicTruth
 from test_real_urdfs import LOADABLE, _read
 
@@ -237,13 +238,6 @@ def _sample(gt, est, rng):
     return inputs, truth
 
 
-def _rel(x, ref):
-    ref = np.asarray(ref)
-    if not ref.size:
-        return 0.0
-    return float(np.max(np.abs(np.asarray(x) - ref)) / max(1.0, float(np.max(np.abs(ref)))))
-
-
 def _check_covariance(r, name):
     """Finite, non-negative variances; symmetric positive semi-definite 6×6 blocks. A robot with
     mimic joints gives no variance of its actuator efforts (``LoopEstimate.tau_variance`` is
@@ -305,10 +299,10 @@ def _against_truth(rel, xml, d) -> tuple[object, dict]:
             tv = (r.tau_variance if r.tau_variance is not None else r.tree.tau_variance).copy()
             cc = r.contact_covariance.copy()
             g = ref.estimate(**inputs)
-            errs = {"tau": _rel(tau, truth["tau"]), "wrench": _rel(w, truth["wrenches"]),
-                    "generic tau": _rel(tau, g.tau), "generic wrench": _rel(w, g.contact_wrenches),
-                    "generic var": _rel(tv, g.tau_variance if g.tau_variance is not None else g.tree.tau_variance),
-                    "generic cov": _rel(cc, g.contact_covariance)}
+            errs = {"tau": rel_err(tau, truth["tau"]), "wrench": rel_err(w, truth["wrenches"]),
+                    "generic tau": rel_err(tau, g.tau), "generic wrench": rel_err(w, g.contact_wrenches),
+                    "generic var": rel_err(tv, g.tau_variance if g.tau_variance is not None else g.tree.tau_variance),
+                    "generic cov": rel_err(cc, g.contact_covariance)}
             for k, e in errs.items():
                 worst[(acc, k)] = max(worst.get((acc, k), 0.0), e)
     assert "flops per estimate" in est.report.summary()     # a lone floating body too (no §6 cost formula)
@@ -346,7 +340,7 @@ def test_robot_configures_and_estimates_the_truth(rel):
     if rel in PRIOR_LIMITED:
         est = _configure(xml, d)
         gt, rng = _truth(xml, est), np.random.default_rng(1)
-        biased = max(_rel(est.estimate(**i).contact_wrenches, t["wrenches"])
+        biased = max(rel_err(est.estimate(**i).contact_wrenches, t["wrenches"])
                      for i, t in (_sample(gt, est, rng) for _ in range(STATES)))
         assert biased > TOL, f"{rel}: the prior no longer biases it ({biased:.1e}): remove it from PRIOR_LIMITED"
         d = dict(d, contact_prior_stddev=100 * SensorConfig.from_dict({}).contact_prior_stddev)

@@ -81,26 +81,24 @@ def record(path, traj: Trajectory, cfg: SensorConfig, frames, silent=lambda name
             w.write(js, t, s.joint_state(t, est.joint_names, f["q"], f["dq"]))
 
 
-def estimates_of(out) -> dict:
-    """``{stamp: tau}`` of the output bag's ``/rbd_estimator/joint_torques`` (decoded by rosbags)."""
+def messages_of(out, topic: str) -> list:
+    """The messages on ``topic`` of the output bag, in order (decoded by rosbags)."""
     s = Serializer()
-    tau = {}
     with Reader(out) as r:
-        conns = [c for c in r.connections if c.topic == "/rbd_estimator/joint_torques"]
-        for c, _, raw in r.messages(connections=conns):
-            m = s.ts.deserialize_cdr(raw, c.msgtype)
-            tau[m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec] = np.array(m.effort)
-    return tau
+        conns = [c for c in r.connections if c.topic == topic]
+        return [s.ts.deserialize_cdr(raw, c.msgtype) for c, _, raw in r.messages(connections=conns)]
+
+
+def estimates_of(out) -> dict:
+    """``{stamp: tau}`` of the output bag's ``/rbd_estimator/joint_torques``."""
+    return {m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec: np.array(m.effort)
+            for m in messages_of(out, "/rbd_estimator/joint_torques")}
 
 
 def covariances_of(out, contact: str) -> list:
-    """The 6 × 6 covariances of ``contact``'s wrench in the output bag, in order (decoded by rosbags)."""
-    s = Serializer()
-    topic = f"/rbd_estimator/contact_wrenches/{contact}/covariance"
-    with Reader(out) as r:
-        conns = [c for c in r.connections if c.topic == topic]
-        return [np.array(s.ts.deserialize_cdr(raw, c.msgtype).data).reshape(6, 6)
-                for c, _, raw in r.messages(connections=conns)]
+    """The 6 × 6 covariances of ``contact``'s wrench in the output bag, in order."""
+    return [np.array(m.data).reshape(6, 6)
+            for m in messages_of(out, f"/rbd_estimator/contact_wrenches/{contact}/covariance")]
 
 
 def worst(rep, traj, truth: PinTruth) -> float:
