@@ -46,6 +46,8 @@ class SoleWrench(Sensor):
     contact: str = parameter("the contact under the sole (a name in `contacts`)", "", required=True)
     force_stddev: float = parameter("standard deviation of each force axis (N)", 1.0, gt=0.0)
     torque_stddev: float = parameter("standard deviation of each torque axis (N·m)", 0.1, gt=0.0)
+    topic: str = parameter("input topic of the node (std_msgs/Float64MultiArray, [fx..tz]); empty: "
+                           "`sole_wrench/<name>`, relative to the node's namespace", "")
     timeout: float = timeout_parameter()
 
     LIST: ClassVar[str] = "sole_wrench_sensors"
@@ -137,6 +139,41 @@ def test_a_kind_must_describe_its_parameters():
     with pytest.raises(TypeError, match="must describe its list parameter 'bare_sensors'"):
         register(Unlisted)
     assert "bare_sensors" not in KINDS
+
+
+def test_a_kind_read_from_a_topic_must_declare_it():
+    """The node and the replay subscribe to each sensor's ``topic`` and call it missing after its
+    ``timeout``: ``register`` refuses a kind without them (it used to register, then fail with an
+    AttributeError when a node or a replay configured it)."""
+    @dataclass(frozen=True)
+    class Topicless(Sensor):
+        contact: str = parameter("the contact", "", required=True)
+        LIST: ClassVar[str] = "topicless_sensors"
+        LIST_DESCRIPTION: ClassVar[str] = "sensors without a topic"
+        GROUP: ClassVar[str] = "topicless"
+
+        def rows(self, w) -> None:
+            pass
+
+    with pytest.raises(TypeError, match=r"Topicless: the node and the replay read it from its own topic and need "
+                                        r"the parameter\(s\) topic, timeout"):
+        register(Topicless)
+    assert "topicless_sensors" not in KINDS
+
+
+def test_a_kind_defined_in_a_test_runs_in_the_session(sole_wrench_kind):
+    """The runtime the node and the replay share subscribes to the kind's topic (default
+    ``<group>/<name>``) with the kind's message."""
+    from rbd_estimator.runtime.session import Session
+    cfg = SensorConfig.from_dict(dict(floating_base=True, imu=dict(frame="root_link"), **FEET,
+                                      sole_wrench_sensors=["l_sole_sensor", "r_sole_sensor"],
+                                      sole_wrench=dict(l_sole_sensor=dict(contact="l_foot"),
+                                                       r_sole_sensor=dict(contact="r_foot", topic="/soles/right"))))
+    session = Session(urdf_xml("icub"), cfg)
+    topics = {i.key[1]: (i.topic, i.message) for i in session.inputs_needed() if i.key[0] == "sensor"}
+    array = "std_msgs/msg/Float64MultiArray"
+    assert topics == {"imu": ("imu", "sensor_msgs/msg/Imu"), "l_sole_sensor": ("sole_wrench/l_sole_sensor", array),
+                      "r_sole_sensor": ("/soles/right", array)}
 
 
 # ---------------------------------------------------------------------------- the package's new kinds

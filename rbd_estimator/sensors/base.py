@@ -150,8 +150,8 @@ class Sensor(ABC):
         return np.ones(self.size)
 
     def contact_normal_force(self, contact: str):
-        """``(coefficients, offset)`` such that the normal force (N, along the contact frame's z)
-        of ``contact`` is ``coefficients · slice`` when this sensor measures it directly, or None."""
+        """``coefficients`` such that the normal force (N, along the contact frame's z) of
+        ``contact`` is ``coefficients · slice`` when this sensor measures it directly, or None."""
         return None
 
 
@@ -172,8 +172,9 @@ KINDS: dict[str, type[Sensor]] = {}
 
 
 def register(cls: type[Sensor]) -> type[Sensor]:
-    """Add a kind (a class decorator). Its ``LIST`` and ``GROUP`` names must be new, and every
-    field but ``name`` a parameter declared with :func:`~rbd_estimator.schema.parameter`."""
+    """Add a kind (a class decorator). Its ``LIST`` and ``GROUP`` names must be new, every field
+    but ``name`` a parameter declared with :func:`~rbd_estimator.schema.parameter`, and a kind read
+    from its own topic (every ``DECODER`` but the joint states' efforts) has ``topic`` and ``timeout``."""
     if not (cls.LIST and cls.GROUP):
         raise TypeError(f"sensor kind {cls.__name__} must set LIST and GROUP")
     if not (cls.SINGLE or cls.LIST_DESCRIPTION):
@@ -183,6 +184,12 @@ def register(cls: type[Sensor]) -> type[Sensor]:
         raise TypeError(f"sensor kind {cls.__name__}: field(s) {', '.join(bare)} must be declared with "
                         f"rbd_estimator.schema.parameter(description, default, ...)")
     cls.parameters()                      # every annotation has a parameter type
+    if cls.DECODER != JOINT_EFFORT:       # the node and the replay read it from its own topic
+        lacking = [f for f in ("topic", "timeout") if f not in fields_of(cls)]
+        if lacking:
+            raise TypeError(f"sensor kind {cls.__name__}: the node and the replay read it from its own topic "
+                            f"and need the parameter(s) {', '.join(lacking)} (topic: a str parameter, empty for "
+                            f"'{cls.GROUP}/<name>'; timeout: timeout_parameter())")
     for other in KINDS.values():
         if other is not cls and (cls.LIST in (other.LIST, other.GROUP) or cls.GROUP in (other.LIST, other.GROUP)):
             raise TypeError(f"sensor kind {cls.__name__}: parameter names '{cls.LIST}'/'{cls.GROUP}' are taken "
