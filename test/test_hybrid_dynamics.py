@@ -133,6 +133,43 @@ def test_forward_dynamics_through_the_plan_is_pinocchios_aba(robot, fb):
         assert rel_err(fd.compute(q, v, tau), ref) <= tol
 
 
+def _neutral_matches_pinocchio(p: Pair, fd: SparseForwardDynamics, hd: HybridDynamics, rng) -> None:
+    m = p.model
+    q = m.neutral_configuration()
+    for v in (np.zeros(m.nv), rng.normal(size=m.nv)):
+        tau, ddq = rng.normal(size=m.nv), rng.normal(size=m.nv)
+        ref = p.v_from_pin(pin.aba(p.pin_model, p.pin_data, p.q_to_pin(q), p.v_to_pin(v), p.v_to_pin(tau)))
+        _, _, tol = pinocchio_hybrid(p, q, v, tau, np.zeros(m.nv), np.zeros(m.nv, bool))
+        assert rel_err(fd.compute(q, v, tau), ref) <= tol
+        known = hd.known_acceleration
+        got_ddq, got_tau = hd.compute(q, v, tau, ddq)
+        ref_ddq, ref_tau, tol = pinocchio_hybrid(p, q, v, tau, ddq, known)
+        assert np.array_equal(got_ddq[known], ddq[known]) and np.array_equal(got_tau[~known], tau[~known])
+        assert rel_err(got_ddq, ref_ddq) <= tol and rel_err(got_tau, ref_tau) <= max(tol, TOL) * 10
+
+
+@pytest.mark.parametrize("robot,fb", CASES, ids=[f"{r}-{'floating' if fb else 'fixed'}" for r, fb in CASES])
+def test_the_neutral_configuration_is_solved(robot, fb):
+    """At the neutral configuration (every joint at zero: where a user starts) entries such as
+    ``sin q`` that random planning states make pivots vanish; forward dynamics and a split are still
+    pinocchio's (they raised FloatingPointError on every shipped robot), on pivots planned there
+    (no fallback)."""
+    p = pair(robot, fb)
+    fd, hd = SparseForwardDynamics(p.model), HybridDynamics(p.model, planned(robot, fb, 0)[1])
+    _neutral_matches_pinocchio(p, fd, hd, np.random.default_rng([9, len(robot), int(fb)]))
+    assert fd.pivot_fallbacks == hd.pivot_fallbacks == 0
+
+
+def test_a_vanished_pivot_falls_back_to_partial_pivoting(monkeypatch):
+    """Pivots planned at random states only: at the neutral configuration SuperLU's partial
+    pivoting solves the same system, counted."""
+    monkeypatch.setattr(HybridDynamics, "_plan_pivots_for_the_neutral_configuration", lambda *args: None)
+    p = pair("icub", True)
+    fd, hd = SparseForwardDynamics(p.model), HybridDynamics(p.model, planned("icub", True, 0)[1])
+    _neutral_matches_pinocchio(p, fd, hd, np.random.default_rng(10))
+    assert fd.pivot_fallbacks == hd.pivot_fallbacks == 2          # one per solve
+
+
 def test_inverse_dynamics_through_the_plan_is_triangular():
     """All accelerations known: the plan's pivots make the system triangular (Nori Property 1:
     zero fill-in, every diagonal block 1 × 1) and the torques are the RNEA's."""

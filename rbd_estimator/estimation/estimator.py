@@ -87,7 +87,6 @@ class Estimator(EstimatorInterface):
     def _static_pivots_hold_at(self, q, dq, ddq, y) -> bool:
         """True when the generic tick at this state keeps its planned pivots (no SuperLU fallback)
         and solves the system as SuperLU's partial pivoting does (to 1e-9 of the solution's size)."""
-        from scipy.sparse.linalg import splu
         d = self.data
         before = d.pivot_fallbacks
         try:
@@ -96,7 +95,7 @@ class Estimator(EstimatorInterface):
                 return False
             x = np.zeros_like(d.x)
             gather(*self._GR, d.rsrc, x)
-            x = splu(sp.csr_matrix((d.Ax, self._Ai, self._Ap), shape=(self._N, self._N)).tocsc()).solve(x)
+            x = self._lu.superlu(d.Ax).solve(x)
         except (FloatingPointError, ValueError, RuntimeError):   # noqa: PERF203 - plan time
             return False
         finally:
@@ -372,13 +371,11 @@ class Estimator(EstimatorInterface):
         """A static pivot failed at this state (the planned pivot vanished): solve the same
         permuted system once with SuperLU's partial pivoting (allocates; counted in
         ``pivot_fallbacks``)."""
-        from scipy.sparse.linalg import splu
         d = self.data
         d.pivot_fallbacks += 1
-        A = sp.csr_matrix((d.Ax, self._Ai, self._Ap), shape=(self._N, self._N)).tocsc()
         gather(*self._GR, d.rsrc, d.x)
         try:
-            lu = splu(A)
+            lu = self._lu.superlu(d.Ax)
             d.x[:] = lu.solve(d.x)
         except RuntimeError:
             return 2

@@ -35,6 +35,7 @@ from .config import SensorConfig
 from .generic_tick import generic_tick
 from .layout import SystemLayout
 from .plan import StaticLU, plan_static_lu
+from .sparse_lu import gather
 
 __all__ = ["HybridDynamics"]
 
@@ -76,26 +77,70 @@ class HybridDynamics:
         trip, rhs, pivots, out, N = _split_system(lay, known, lay.n_rsrc + np.array(
             [self._y_tau, self._y_ddq, self._y_fx, self._y_g0]))
         self.n = N
-        trip = self._worst_case(trip, N, np.random.default_rng(seed))
-        self.lu: StaticLU = plan_static_lu(trip, N, lay.n_src, self._src.copy(), pivots=pivots)
         r, c, v = zip(*rhs)
-        self._GR = self.lu.permute_rows(sp.csr_matrix((v, (r, c)), shape=(N, len(self._rsrc))))
-        self._GO = self.lu.permute_cols(out)
-        self._Ax = np.zeros(self.lu.nnz)
-        self._Lx, self._Ux = np.zeros(len(self.lu.Li)), np.zeros(len(self.lu.Ui))
+        self._system = (sp.csr_matrix((v, (r, c)), shape=(N, len(self._rsrc))), out, pivots)
         self._w, self._x = np.zeros(N), np.zeros(N)
         self._fx, self._out = np.zeros((NB, 6)), np.zeros(2 * nv)
         self._imu, self._info, self._no_ddq = np.zeros(13), np.zeros(4), np.zeros(0)
         self._a_w = self._tree.a_root if m.floating_base else np.zeros(6)      # a_w = −a_g, Featherstone's trick
+        #: solves in which a planned pivot vanished and SuperLU's partial pivoting took over (allocating)
+        self.pivot_fallbacks = 0
+        rng = np.random.default_rng(seed)
+        self._trip, states = self._worst_case(trip, rng)
+        self._plan_factorisation(self._src.copy())
+        self._plan_pivots_for_the_neutral_configuration(self._src.copy(), rng, states)
 
-    def _worst_case(self, trip: np.ndarray, N: int, rng) -> np.ndarray:
-        """The triplets nonzero at some random state (the worst-case pattern, Nori Remark 4); the
-        sources of the last state are left in ``_src`` as the plan's numeric instance."""
-        hit = np.zeros(len(trip), bool)
+    def _plan_factorisation(self, src: np.ndarray) -> None:
+        """The static LU planned on the numeric instance ``src`` and the buffers of its tick."""
+        R, out, pivots = self._system
+        self.lu: StaticLU = plan_static_lu(self._trip, self.n, self.layout.n_src, src, pivots=pivots)
+        self._GR = self.lu.permute_rows(R)
+        self._GO = self.lu.permute_cols(out)
+        self._Ax = np.zeros(self.lu.nnz)
+        self._Lx, self._Ux = np.zeros(len(self.lu.Li)), np.zeros(len(self.lu.Ui))
+
+    def _plan_pivots_for_the_neutral_configuration(self, planned: np.ndarray, rng, states) -> None:
+        """Pivots planned at a random state can vanish at the neutral configuration (an entry such as
+        ``sin q_i`` of ``ⁱX_λ``, zero with every joint at zero: every shipped robot), where a solve
+        would then take the allocating fallback. Then plan them there instead (random velocities),
+        and keep that plan if it holds there and at the planning states (as the estimator does for
+        its nominal stance, :meth:`.estimator.Estimator._plan_pivots_for_the_nominal_stance`);
+        ``planned``: the numeric instance of the plan made, kept otherwise."""
+        neutral = (self.model.neutral_configuration(), rng.normal(size=self.model.nv))
+        if self._pivots_hold_at(*neutral):
+            return
+        self._sources(*neutral)
+        self._plan_factorisation(self._src.copy())
+        if not all(self._pivots_hold_at(q, dq) for q, dq in [neutral, *states]):
+            self._plan_factorisation(planned)
+
+    def _pivots_hold_at(self, q, dq) -> bool:
+        """True when a solve at ``(q, q̇)`` (random inputs) keeps the planned pivots and agrees with
+        SuperLU's partial pivoting to 1e-9 of the solution's size."""
+        before, rng = self.pivot_fallbacks, np.random.default_rng(0)
+        nv = self.model.nv
+        try:
+            self.solve(q, dq, rng.normal(size=nv), rng.normal(size=nv))
+            held = self.pivot_fallbacks == before
+            x = self._x.copy()
+            gather(*self._GR, self._rsrc, self._x)
+            ref = self.lu.superlu(self._Ax).solve(self._x)
+        except (FloatingPointError, RuntimeError):   # noqa: PERF203 - plan time
+            return False
+        finally:
+            self.pivot_fallbacks = before
+        return held and bool(np.max(np.abs(x - ref)) <= 1e-9 * max(1.0, np.max(np.abs(ref))))
+
+    def _worst_case(self, trip: np.ndarray, rng) -> tuple[np.ndarray, list]:
+        """The triplets nonzero at some random state (the worst-case pattern, Nori Remark 4) and the
+        states ``(q, q̇)``; the sources of the last state are left in ``_src`` as the plan's numeric
+        instance."""
+        hit, states = np.zeros(len(trip), bool), []
         for _ in range(PLAN_STATES):
-            self._sources(self.model.random_configuration(rng, scale=np.pi), rng.normal(size=self.model.nv))
+            states.append((self.model.random_configuration(rng, scale=np.pi), rng.normal(size=self.model.nv)))
+            self._sources(*states[-1])
             hit |= trip[:, 3] * self._src[trip[:, 2].astype(np.int64)] != 0.0
-        return trip[hit]
+        return trip[hit], states
 
     def _sources(self, q, dq):
         """``src`` and the kinematic part of ``rsrc`` at ``(q, q̇)`` (plan time)."""
@@ -125,10 +170,28 @@ class HybridDynamics:
         ddq = zero if ddq is None else _vector(ddq, m.nv, "ddq")
         external_forces(m, f_ext, out=self._fx)
         status = _hybrid_tick(*self._tick_arguments(), q, dq, tau, ddq)
+        if status == 2:
+            status = self._robust_solve()
         if status:
             what = "an input" if status == 1 else "the result"
             raise FloatingPointError(f"HybridDynamics: {what} is not finite (pivot ratio {self._info[2]:.3g})")
         return self._out
+
+    def _robust_solve(self) -> int:
+        """A planned pivot vanished at this state: the same permuted system solved once with
+        SuperLU's partial pivoting (allocates; counted in :attr:`pivot_fallbacks`), the given
+        halves of ``[q̈; τ]`` then set as the compiled tick sets them."""
+        self.pivot_fallbacks += 1
+        gather(*self._GR, self._rsrc, self._x)
+        try:
+            self._x[:] = self.lu.superlu(self._Ax).solve(self._x)
+        except RuntimeError:
+            return 2
+        gather(*self._GO, self._x, self._out)
+        nv, known = self.model.nv, self.known_acceleration
+        self._out[:nv][known] = self._y[self._y_ddq:self._y_ddq + nv][known]
+        self._out[nv:][~known] = self._y[self._y_tau:self._y_tau + nv][~known]
+        return 0 if np.all(np.isfinite(self._out)) else 2
 
     def _tick_arguments(self) -> tuple:
         lay, lu = self.layout, self.lu

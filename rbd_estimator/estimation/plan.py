@@ -442,6 +442,12 @@ class StaticLU:
     def flops(self) -> int:
         return flops(self.Lp, self.Li, self.Up) + 2 * len(self.G[1])
 
+    def superlu(self, Ax: np.ndarray):
+        """SuperLU's factorisation, partial pivoting, of ``P K Q`` with the values ``Ax`` (its CSR
+        order): the fallback of a tick whose static pivot vanished (allocates)."""
+        from scipy.sparse.linalg import splu
+        return splu(sp.csr_matrix((Ax, self.Ai, self.Ap), shape=(self.N, self.N)).tocsc())
+
     def permute_rows(self, R: sp.spmatrix) -> tuple:
         """CSR triple of ``P R`` (right-hand-side maps)."""
         Rp = R.tocsr()[self.rows].tocsr()
