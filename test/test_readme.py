@@ -1,4 +1,5 @@
-"""The README is the front door: its library example runs as written, its page table has no dead link, and its table of shipped robots is the one the launch file resolves."""
+"""The README is the front door: its library example runs as written, its page table has no dead
+link, and its table of shipped robots is the one the launch file resolves."""
 import os
 import re
 
