@@ -228,3 +228,24 @@ def test_command_synopsis_matches_the_parser(page, command, capsys):
     missing = [sorted(o) for o in options if not o & given]
     unknown = given - set().union(*options)
     assert not missing and not unknown, f"docs/{page}: missing {missing}, unknown {sorted(unknown)}"
+
+
+def _anchors(path: str) -> set:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as dashes."""
+    with open(path, encoding="utf-8") as fh:
+        heads = re.findall(r"^#+\s+(.*)$", fh.read(), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
+
+
+@pytest.mark.parametrize("page", ["README.md"] + [os.path.relpath(p, ROOT) for p in PAGES])
+def test_relative_links_and_anchors_resolve(page):
+    with open(os.path.join(ROOT, page), encoding="utf-8") as fh:
+        text = fh.read()
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        full = os.path.normpath(os.path.join(ROOT, os.path.dirname(page), path)) if path else os.path.join(ROOT, page)
+        assert os.path.exists(full), f"{page}: dead link {target}"
+        if anchor and full.endswith(".md"):
+            assert anchor in _anchors(full), f"{page}: no heading for #{anchor} in {path or page}"
