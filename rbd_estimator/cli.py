@@ -121,7 +121,7 @@ def main(argv=None) -> int:
                     help="output storage (default: mcap; sqlite3 when OUTPUT ends in .db3)")
     rp.add_argument("--no-compress", action="store_true", help="MCAP: no zstd chunk compression")
     rp.add_argument("--estimates-only", action="store_true",
-                    help="write the estimate topics only, not a copy of the input topics (about twice as fast)")
+                    help="write the estimate topics only, not a copy of the input topics (about 1.25x as fast)")
     rp.add_argument("--namespace", default="/", help="the node's namespace, to resolve relative topics (default /)")
     rp.add_argument("--node-name", default="rbd_estimator", help="the node's name: output topics are "
                     "<namespace>/<node-name>/joint_torques and .../contact_wrenches/<contact>")
