@@ -69,8 +69,8 @@ def _open_input(path: str, summary: ReplaySummary):
         summary.salvage = (f"rosbags cannot open '{path}' ({first}): read sequentially up to the damage "
                            f"({reader.message_count} complete messages)")
         return reader
-    raise ReplayError(f"cannot open input bag '{path}': {first}. Is it a rosbag2 directory (metadata.yaml plus "
-                      f".mcap or .db3 files)?")
+    raise ReplayError(f"cannot open input bag '{path}': {first.rstrip('.')}. Is it a rosbag2 directory "
+                      f"(metadata.yaml plus .mcap or .db3 files)?")
 
 
 def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str | None = None, *,
