@@ -161,7 +161,8 @@ class HybridDynamics:
 
     def solve(self, q, dq, tau=None, ddq=None, f_ext=None) -> np.ndarray:
         """As :meth:`compute`, into the object's buffer ``[q̈; τ]`` (2 nv, returned; overwritten by
-        the next call): one compiled call that allocates nothing."""
+        the next call): one compiled call that allocates nothing (but where a planned pivot vanishes:
+        :meth:`_robust_solve`)."""
         m = self.model
         zero = self._y[:0]
         q = _vector(q, m.nq, "q")
