@@ -55,7 +55,8 @@ def least_squares(ip, fp, w):
     plan has blocks and they are well conditioned (``WLB`` set to 1), else the dense Cholesky of
     :mod:`.solve` (``L`` in ``N_hh``). Returns the condition estimate: on the limbs' path the smallest
     Cholesky ratio ``L_kk² / H_kk`` of the blocks, ``C`` and ``M``; on the dense path that of ``N``
-    (below ``_QR_THRESHOLD`` the caller re-solves by QR)."""
+    (below ``_REFINE_THRESHOLD`` ``x`` is refined once, :func:`~.solve._refine`; below
+    ``_QR_THRESHOLD`` the caller re-solves by QR instead)."""
     w[_u(ip[H_WLB])] = 0.0
     if ip[H_NLB]:
         _zero_blocks(ip, w)

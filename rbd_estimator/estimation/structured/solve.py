@@ -1,8 +1,9 @@
 """The least-squares problem in ``x = (δ, h)`` (Nori eq. 16 reduced; ``δ`` the joint accelerations'
 deviation from the measured ones when they are a measurement, else empty): block-wise normal equations
 ``N = N_hh + Pᵀ N_ah + N_ahᵀ P + Pᵀ N_aa P + Λ`` (``Λ`` the prior's diagonal information),
-Cholesky, and Householder QR when Cholesky is ill-conditioned. Either leaves the lower triangular
-factor ``L`` of ``N = L Lᵀ`` in ``N_hh`` (``1 / L_jj`` on the diagonal) for the covariance."""
+Cholesky (its solution refined once with the sensor rows when the factor is poorly conditioned,
+:func:`_refine`), and Householder QR when Cholesky is ill-conditioned. Either leaves the lower
+triangular factor ``L`` of ``N = L Lᵀ`` in ``N_hh`` (``1 / L_jj`` on the diagonal) for the covariance."""
 from __future__ import annotations
 
 import numpy as np
@@ -251,7 +252,8 @@ def _cholesky_solve(N, no, n, b, bo, x, xo):
 
 @njit(inline="always")
 def _substitute(N, no, n, b, bo, x, xo):
-    """``x = L⁻ᵀ L⁻¹ b`` with :func:`_cholesky`'s factor of the ``n × n`` ``N`` at ``no`` (``x`` may be ``b``)."""
+    """``x = L⁻ᵀ L⁻¹ b`` with :func:`_cholesky`'s factor of the ``n × n`` ``N`` at ``no``
+    (``x`` may be ``b``)."""
     for j in range(n):
         s = b[_u(bo + j)]
         for k in range(j):
@@ -264,8 +266,8 @@ def _substitute(N, no, n, b, bo, x, xo):
 def _refine(ip, fp, w):
     """One step of iterative refinement of :func:`_cholesky_solve`'s ``x`` (``WH``) with the sensor
     rows themselves, the corrected semi-normal equations (Björck, *Numerical Methods for Least Squares
-    Problems*, 1996, §6.6.5): the residual ``s = r − J_x x − J_a u`` of the compressed rows
-    (``u = P x``, the base acceleration's part) and ``−Λ x`` of the prior's rows, ``g = J_xᵀ s + Pᵀ J_aᵀ s − Λ x``,
+    Problems*, 1996): the residual ``s = r − J_x x − J_a u`` of the compressed rows (``u = P x``, the
+    base acceleration's part) and ``−Λ x`` of the prior's rows, ``g = J_xᵀ s + Pᵀ J_aᵀ s − Λ x``,
     ``N Δx = g`` with the factor already in ``N_hh``, ``x += Δx``. Forming ``N = Jᵀ J`` costs
     ``x`` a relative error of order ``κ(J)² ε``; the step takes it to that of QR (docs/probabilistic_model.md,
     'Accuracy'). ``O(MSC · NX + NX²)``: the rows' products only, no factorisation. Work: ``J_aᵀ s`` and
