@@ -17,10 +17,11 @@ truth (``groundtruth.GroundTruth``) of every output the sensors determine. Drawn
 
 Each tick's path is read from the plan (``NLB = 0``: planned dense) and the flag ``WLB`` (1: by limbs,
 0: fell back to the dense path); the counts are printed and a good share must go by limbs. Checked
-to fail: with ``_signed_dot`` one term short (27 % wrong variances by limbs), with ``_sensed`` never
-refusing, with the blocks planned from the sensor rows alone (the planning self-check then refuses the
-structured solver in 29 draws), and with the thresholds before issue 20's accuracy fix (no refinement,
-limbs down to 1e-6: 3.8e-9 off the truth, 1.5e-8 off the generic path).
+to fail: with ``_signed_dot`` one term short (27 % wrong variances by limbs), with the blocks planned
+from the sensor rows alone (the planning self-check then refuses the structured solver in 29 draws),
+and with the thresholds before the refinement (``solve._refine`` off, limbs down to a pivot ratio of
+1e-6: 1.3e-9 off the generic path on Talos #9). A ``_sensed`` that never refuses passes here (these
+draws' barely-sensed limbs still agree to 1e-9); test_uncertainty.py catches it.
 """
 from __future__ import annotations
 
