@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The structured tick's accuracy against its condition estimate, and how often real ticks are ill-conditioned.
 
-    python benchmarks/bench_conditioning.py accuracy [--qr-threshold T] [--limb-threshold T]
-    python benchmarks/bench_conditioning.py ratios [--calls 3000]
+    python benchmarks/bench_conditioning.py accuracy [-v] [--real-only] [--qr-threshold T] [--limb-threshold T]
+                                                     [--refine-threshold T]
+    python benchmarks/bench_conditioning.py ratios [--calls 3000] [--poses 200] [--timing-only] [same overrides]
 
 ``accuracy``: the random configurations of test/test_limbs_random.py (its seeds and helpers) plus a
 sweep (one force-torque sensor's noise scaled by 10^0 … 10^8 and the contact prior by 10^2 … 10^8 on
@@ -10,15 +11,19 @@ iCub, Talos and the humanoid, measured joint accelerations), each tick compared 
 (``solver="generic"``) on noisy readings and, noise-free, with the pinocchio ground truth
 (test/groundtruth.py); the largest relative error of the torques, the contact wrenches and the
 variances per decade of ``Estimate.condition`` (the Cholesky ratio ``min L_kk² / N_kk``) and path
-(by limbs, dense). ``--qr-threshold`` / ``--limb-threshold`` override the thresholds of
-structured/layout.py for this run (compiled into a private cache): 1 sends every tick to QR (resp.
-off the limbs' path), the reference that tells which path is wrong.
+(by limbs, dense); then the real iCub recording's ticks against the generic path. ``--qr-threshold``,
+``--limb-threshold``, ``--refine-threshold`` override the thresholds of structured/layout.py for this
+run (compiled into a private cache, ≈ 1.5 min): ``--qr-threshold 1 --limb-threshold 1`` sends every
+tick to QR, the reference that tells which path is wrong; ``--refine-threshold 0 --limb-threshold
+1e-6`` is the code before the refinement (docs/probabilistic_model.md, 'Accuracy').
 
 ``ratios``: the distribution of the condition over the shipped robots (exact and measured joint
 accelerations), random ground-truth poses, and over the real iCub recording
 (/work/shared/data/icub-com-sinusoid, replayed as test/test_real_icub.py does); how many ticks lie
-below 1e-6 … 1e-3; and the cost of a tick by Cholesky, by Cholesky with the refinement, and by QR
-beside pinocchio's ``rnea`` in the same process. A benchmark, not a test.
+below 1e-6 … 1e-2; and the cost of one tick per configuration beside pinocchio's ``rnea`` in the same
+process (paired medians): with ``--limb-threshold 1`` and ``--refine-threshold 0``, ``1`` or
+``--qr-threshold 1`` that of the dense Cholesky, Cholesky with the refinement, and QR. A benchmark,
+not a test.
 """
 from __future__ import annotations
 
