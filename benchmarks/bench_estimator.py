@@ -27,7 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test")]
 
 import pinocchio as pin  # noqa: E402
-from common import machine, median_us, paired_median_us  # noqa: E402
+from common import machine, median_us, paired_median_us, rnea_at_neutral  # noqa: E402
 
 from groundtruth import GroundTruth  # noqa: E402
 from oracle import urdf_xml  # noqa: E402
@@ -129,20 +129,16 @@ def shipped_robots(calls: int) -> None:
         with open(robots.urdf_file(name), encoding="utf-8") as fh:
             xml = fh.read()
         params = SensorConfig.from_yaml(robots.params_file(name)).to_parameters()
-        pm = pd = None
+        rnea = None
         cells, t_pins = [], []
         for label, extra in variants:
             est = estimator_for(xml, SensorConfig.from_parameters({**params, **extra}))
             inputs, _ = GroundTruth(xml, est).sample(np.random.default_rng(0))
-            if pm is None:
-                pm = (pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if est.config.floating_base
-                      else pin.buildModelFromXML(xml))
-                pd = pm.createData()
-                pq, pv = pin.neutral(pm), np.zeros(pm.nv)
+            rnea = rnea or rnea_at_neutral(xml, est.config.floating_base)
             q, dq, ddq = inputs["q"], inputs["dq"], inputs["ddq"]
             y = est.measurements.fill(**{k: v for k, v in inputs.items() if k not in ("q", "dq", "ddq")}).copy()
             n = calls if est.report.solver == "structured" else max(200, calls // 20)
-            t_pin, t_y = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pv), lambda: est.estimate(q, dq, ddq, y=y), n)
+            t_pin, t_y = paired_median_us(rnea, lambda: est.estimate(q, dq, ddq, y=y), n)
             t_pins.append(t_pin)
             cells.append(f"{t_y:8.2f} µs {t_y / t_pin:6.2f} × {est.report.solver:>10s}")
         print(f"{name:12s} {np.median(t_pins):8.2f}  " + "  ".join(f"{c:>30s}" for c in cells))

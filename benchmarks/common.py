@@ -30,6 +30,17 @@ def paired_median_us(fn_ref, fn, calls: int, rounds: int = 7) -> tuple[float, fl
     return float(np.median([a for a, _ in pairs])), float(np.median([b for _, b in pairs]))
 
 
+def rnea_at_neutral(xml: str, floating_base: bool):
+    """``f()`` calling pinocchio's ``rnea`` of the URDF ``xml`` (a free flyer added on a floating base)
+    at its neutral configuration, zero velocity and acceleration: the reference the benchmarks'
+    ratios are taken against."""
+    import pinocchio as pin
+    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromXML(xml)
+    pd = pm.createData()
+    pq, pv = pin.neutral(pm), np.zeros(pm.nv)
+    return lambda: pin.rnea(pm, pd, pq, pv, pv)
+
+
 def machine() -> str:
     """CPU model, core count, OS and the versions of the numerical packages."""
     name = ""

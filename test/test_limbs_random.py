@@ -17,10 +17,11 @@ truth (``groundtruth.GroundTruth``) of every output the sensors determine. Drawn
 
 Each tick's path is read from the plan (``NLB = 0``: planned dense) and the flag ``WLB`` (1: by limbs,
 0: fell back to the dense path); the counts are printed and a good share must go by limbs. Checked
-to fail: with ``_signed_dot`` one term short (27 % wrong variances by limbs), with ``_sensed`` never
-refusing (its ticks then go by limbs at a low pivot ratio: the share compared at 1e-9 drops) and with
-the blocks planned from the sensor rows alone (the planning self-check then refuses the structured
-solver in 29 draws).
+to fail: with ``_signed_dot`` one term short (27 % wrong variances by limbs), with the blocks planned
+from the sensor rows alone (the planning self-check then refuses the structured solver in 29 draws),
+and with the thresholds before the refinement (``solve._refine`` off, limbs down to a pivot ratio of
+1e-6: 1.3e-9 off the generic path on Talos #9). A ``_sensed`` that never refuses passes here (these
+draws' barely-sensed limbs still agree to 1e-9); test_uncertainty.py catches it.
 """
 from __future__ import annotations
 
@@ -168,22 +169,27 @@ def _compare(a, b, condition: float, path: str, where: str) -> float:
     variances to 1e-9 relative (plus 1e-12 of the largest torque variance, as test_uncertainty: the
     generic path's rounding on a variance 10⁻⁴ of the largest, where by limbs and dense structured
     agree to 1e-15) and their covariances to 1e-9 of ``√(C_ii C_kk)`` (a correlation's 1e-9: an entry
-    that cancels to nearly 0 has no relative precision). The dense normal equations (planned dense or
-    fallen back) square the condition number: below a pivot ratio of 1e-3 there the tolerance is 1e-6
-    (measured up to 2e-7 at ratio 3.6e-6, where the fallback equals the dense path bit for bit); by
-    limbs below 1e-5 (measured ≤ 9e-11 above it, 1.2e-8 at 1.1e-6 where the dense path gave 7e-9).
-    Returns the tolerance."""
-    tol = 1e-9 if condition >= (1e-5 if path == "by limbs" else 1e-3) else 1e-6
+    that cancels to nearly 0 has no relative precision). The estimate is held to 1e-9 at every pivot
+    ratio: below 1e-3 the dense normal equations' solution is refined with the sensor rows
+    (``solve._refine``; without it 3.8e-9 off the truth at a ratio of 6e-5 and 1.5e-8 off the generic
+    path), below 1e-5 the limbs hand over to the dense path (by limbs 4.4e-9 at 1.1e-6), below 1e-6
+    QR re-solves (docs/probabilistic_model.md, 'Accuracy'). The variances come from the Cholesky
+    factor of the normal equations, whose own error the refinement does not touch: on the dense path
+    between pivot ratios 1e-6 and 1e-3 they are held to 1e-7 (measured ≤ 1.4e-8;
+    ``benchmarks/bench_conditioning.py accuracy``). Returns the tolerances of the estimate and of the
+    variances."""
+    cholesky = path != "by limbs" and 1e-6 <= condition < 1e-3
+    tol, tol_var = 1e-9, (1e-7 if cholesky else 1e-9)
     tau, tv, cc = a
     scale = max(1.0, np.abs(b.tau).max())
     err = np.abs(tau - b.tau) / np.maximum(scale, np.sqrt(b.tau_variance))
     assert err.max() <= tol, (where, "τ", err.max())
     err = np.abs(tv - b.tau_variance) / (b.tau_variance + 1e-3 * b.tau_variance.max())
-    assert err.max() <= tol, (where, "σ²(τ)", err.max())
+    assert err.max() <= tol_var, (where, "σ²(τ)", err.max())
     sd = np.sqrt(np.diagonal(b.contact_covariance, axis1=1, axis2=2))
     err = np.abs(cc - b.contact_covariance)
-    assert np.all(err <= tol * sd[:, :, None] * sd[:, None, :]), (where, "contact covariance", err.max())
-    return tol
+    assert np.all(err <= tol_var * sd[:, :, None] * sd[:, None, :]), (where, "contact covariance", err.max())
+    return tol, tol_var
 
 
 def _against_truth(r, truth, prior: float, tol: float, where: str) -> int:
@@ -254,21 +260,22 @@ def test_limbs_on_random_sensor_sets_equal_the_generic_path_and_the_truth():
             path = _path(fast)
             a = (r.tau.copy(), r.tau_variance.copy(), r.contact_covariance.copy())
             where = f"{name}, tick {t} ({path})"
-            tol = _compare(a, ref.estimate(**inputs), r.condition, path, where)
+            tol, tol_var = _compare(a, ref.estimate(**inputs), r.condition, path, where)
             if t >= NOISY:
                 compared += _against_truth(r, truth, fast.layout.prior_stddev, tol, where)
             paths[path] += 1
-            strict[path] += tol == 1e-9
+            strict[path] += tol_var == 1e-9
             ticks.append(path)
         print(f"  {name}: {', '.join(ticks)}")
     total = sum(paths.values())
-    print(f"\n{total // (NOISY + EXACT)} configurations, {total} ticks by path: {dict(paths)}, of which at "
-          f"1e-9 (pivot ratio ≥ 1e-5 by limbs, 1e-3 dense): {dict(strict)}; "
+    print(f"\n{total // (NOISY + EXACT)} configurations, {total} ticks by path: {dict(paths)}, of which with "
+          f"the variances at 1e-9 (the estimate always; variances 1e-7 dense between pivot ratios 1e-6 and 1e-3): "
+          f"{dict(strict)}; "
           f"outputs compared with the truth: {compared}; "
           f"refused as ill-posed: {len(refused)}; structured refused by its self-check: {len(generic)}")
     for line in refused + generic:
         print("  ", line)
     assert len(generic) <= 8, generic
-    assert paths["by limbs"] >= 0.2 * total and paths["fell back"] and paths["planned dense"], paths
-    assert strict["by limbs"] >= 0.7 * paths["by limbs"], strict
+    assert paths["by limbs"] >= 0.15 * total and paths["fell back"] and paths["planned dense"], paths
+    assert sum(strict.values()) >= 0.4 * total, strict
     assert len(refused) <= 0.25 * (total // (NOISY + EXACT) + len(refused)), refused

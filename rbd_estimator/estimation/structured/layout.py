@@ -55,7 +55,10 @@ _OBS_A, _OBS_F, _OBS_FP = 0, 1, 2  # observation groups: acceleration of a body,
 _QR_THRESHOLD = 1e-6             # Cholesky min L_kk²/N_kk below which the LS is re-solved by QR
 
 
-_LIMB_THRESHOLD = 1e-6           # limb blocks' (and the 6 × 6 factors') Cholesky ratio below which the dense LS is solved
+_REFINE_THRESHOLD = 1e-3         # Cholesky ratio below which the dense LS's solution is refined (solve._refine)
+
+
+_LIMB_THRESHOLD = 1e-5           # limb blocks' (and the 6 × 6 factors') Cholesky ratio below which the dense LS is solved
 
 
 _LIMB_PRIOR = 1e6                # a limb block's contact pivots must exceed this × their prior's information (.limbs)

@@ -39,8 +39,8 @@ from scipy.sparse.csgraph import connected_components
 from .covariance import _joint_inertia, _joint_terms, _substitute4
 from .layout import (H_FLOAT, H_HIX, H_IPM, H_JBD, H_LBK, H_LOUT, H_LOY, H_NH, H_NJ, H_NLB, H_NX, H_OI, H_OP,
     H_OX, H_PRI, H_PRM, H_WBA, H_WBH, H_WF0, H_WH, H_WHL, H_WK, H_WLB, H_WLY, H_WNAA, H_WNAH, H_WNHH, H_WSC, H_WZ,
-    _LIMB_PRIOR, _LIMB_THRESHOLD, _u, njit)
-from .solve import _add_prior, _back_substitute, _base_coupling, _cholesky, _cholesky_solve, _normal_equations
+    _LIMB_PRIOR, _LIMB_THRESHOLD, _QR_THRESHOLD, _REFINE_THRESHOLD, _u, njit)
+from .solve import _add_prior, _back_substitute, _base_coupling, _cholesky, _cholesky_solve, _normal_equations, _refine
 
 # the border system's work (WSC): S (13 × 12: row 12 is −Σ G̃ᵀ ỹ), L_C, Rᵀ, L_M, vectors
 _S, _LC, _RT, _LM, _V, _UL = 0, 156, 192, 228, 264, 270
@@ -55,7 +55,8 @@ def least_squares(ip, fp, w):
     plan has blocks and they are well conditioned (``WLB`` set to 1), else the dense Cholesky of
     :mod:`.solve` (``L`` in ``N_hh``). Returns the condition estimate: on the limbs' path the smallest
     Cholesky ratio ``L_kk² / H_kk`` of the blocks, ``C`` and ``M``; on the dense path that of ``N``
-    (below ``_QR_THRESHOLD`` the caller re-solves by QR)."""
+    (below ``_REFINE_THRESHOLD`` ``x`` is refined once, :func:`~.solve._refine`; below
+    ``_QR_THRESHOLD`` the caller re-solves by QR instead)."""
     w[_u(ip[H_WLB])] = 0.0
     if ip[H_NLB]:
         _zero_blocks(ip, w)
@@ -69,7 +70,10 @@ def least_squares(ip, fp, w):
     _add_prior(ip, fp, w)
     if ip[H_FLOAT]:
         _base_coupling(ip, w)
-    return _cholesky_solve(w, ip[H_WNHH], ip[H_NX], w, ip[H_WBH], w, ip[H_WH])
+    ratio = _cholesky_solve(w, ip[H_WNHH], ip[H_NX], w, ip[H_WBH], w, ip[H_WH])
+    if _QR_THRESHOLD <= ratio < _REFINE_THRESHOLD:      # (below _QR_THRESHOLD the caller re-solves by QR)
+        _refine(ip, fp, w)
+    return ratio
 
 
 @njit(inline="always")
