@@ -279,3 +279,37 @@ def test_limbs_on_random_sensor_sets_equal_the_generic_path_and_the_truth():
     assert paths["by limbs"] >= 0.15 * total and paths["fell back"] and paths["planned dense"], paths
     assert sum(strict.values()) >= 0.4 * total, strict
     assert len(refused) <= 0.25 * (total // (NOISY + EXACT) + len(refused)), refused
+
+
+def test_a_cancelled_limb_variance_is_solved_densely():
+    """Talos's right-ankle force-torque sensor 10⁵ and 10⁷ × noisier under a contact prior 10⁴ × weaker
+    than the default: the right foot's contact is then determined by the base's equation (the left
+    foot's sensor), not by its own block, yet its pivots pass ``limbs._sensed``, and the variance by
+    limbs ``|y|² + |v₁|² − |v₂|²`` cancels (1.5e-6 and 1.1e-2 relative off the generic path before
+    ``limbs._variance`` checked it). The tick must then go dense and agree with the generic path to
+    1e-9 relative, variance by variance; at the configured noise it stays by limbs."""
+    xml = _read(robots.urdf_file("talos"))
+    base = SensorConfig.from_yaml(robots.params_file("talos")).to_parameters()
+    for k, expected in ((0, "by limbs"), (5, "fell back"), (7, "fell back")):
+        params = dict(base, joint_acceleration_stddev=0.1, contact_prior_stddev=1e8, covariance=True)
+        for what, default in (("force", 1.0), ("torque", 0.05)):
+            key = f"ft.right_ankle_ft.{what}_stddev"
+            params[key] = params.get(key, default) * 10.0 ** k
+        cfg = SensorConfig.from_parameters(params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConditioningWarning)
+            fast, ref = estimator_for(xml, cfg), estimator_for(xml, cfg, solver="generic")
+        gt, rng = GroundTruth(xml, fast), np.random.default_rng(k)
+        for t in range(4):
+            inputs = _noisy(gt.sample(rng)[0], cfg, rng, cfg.joint_acceleration_stddev)
+            r = fast.estimate(**inputs)
+            a, path = (r.tau.copy(), r.tau_variance.copy(), r.contact_covariance.copy()), _path(fast)
+            b = ref.estimate(**inputs)
+            where = f"right ankle × 1e{k}, tick {t} ({path})"
+            assert path == expected, where
+            _compare(a, b, r.condition, path, where)
+            err = np.abs(a[1] - b.tau_variance) / b.tau_variance
+            assert err.max() <= 1e-9, (where, err.max())
+            d = np.diagonal(b.contact_covariance, axis1=1, axis2=2)
+            err = np.abs(np.diagonal(a[2], axis1=1, axis2=2) - d) / d
+            assert err.max() <= 1e-9, (where, err.max())

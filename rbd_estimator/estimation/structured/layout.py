@@ -64,6 +64,9 @@ _LIMB_THRESHOLD = 1e-5           # limb blocks' (and the 6 × 6 factors') Choles
 _LIMB_PRIOR = 1e6                # a limb block's contact pivots must exceed this × their prior's information (.limbs)
 
 
+_LIMB_CANCEL = 1e6               # a variance by limbs whose positive terms exceed this × it has cancelled: dense (.limbs)
+
+
 _SINGULAR = 1e-13                # QR diagonal ratio below which the state is declared singular
 
 

@@ -39,7 +39,7 @@ from scipy.sparse.csgraph import connected_components
 from .covariance import _joint_inertia, _joint_terms, _substitute4
 from .layout import (H_FLOAT, H_HIX, H_IPM, H_JBD, H_LBK, H_LOUT, H_LOY, H_NH, H_NJ, H_NLB, H_NX, H_OI, H_OP,
     H_OX, H_PRI, H_PRM, H_WBA, H_WBH, H_WF0, H_WH, H_WHL, H_WK, H_WLB, H_WLY, H_WNAA, H_WNAH, H_WNHH, H_WSC, H_WZ,
-    _LIMB_PRIOR, _LIMB_THRESHOLD, _QR_THRESHOLD, _REFINE_THRESHOLD, _u, njit)
+    _LIMB_CANCEL, _LIMB_PRIOR, _LIMB_THRESHOLD, _QR_THRESHOLD, _REFINE_THRESHOLD, _u, njit)
 from .solve import _add_prior, _back_substitute, _base_coupling, _cholesky, _cholesky_solve, _normal_equations, _refine
 
 # the border system's work (WSC): S (13 × 12: row 12 is −Σ G̃ᵀ ỹ), L_C, Rᵀ, L_M, vectors
@@ -50,15 +50,15 @@ _REC = 6                        # a block's record in LBK: first position, size 
 
 
 @njit
-def least_squares(ip, fp, w):
+def least_squares(ip, fp, w, dense=False):
     """The normal equations and their solution ``x`` (``WH``): by limbs (module docstring) when the
-    plan has blocks and they are well conditioned (``WLB`` set to 1), else the dense Cholesky of
+    plan has blocks, not ``dense``, and they are well conditioned (``WLB`` set to 1), else the dense Cholesky of
     :mod:`.solve` (``L`` in ``N_hh``). Returns the condition estimate: on the limbs' path the smallest
     Cholesky ratio ``L_kk² / H_kk`` of the blocks, ``C`` and ``M``; on the dense path that of ``N``
     (below ``_REFINE_THRESHOLD`` ``x`` is refined once, :func:`~.solve._refine`; below
     ``_QR_THRESHOLD`` the caller re-solves by QR instead)."""
     w[_u(ip[H_WLB])] = 0.0
-    if ip[H_NLB]:
+    if ip[H_NLB] and not dense:
         _zero_blocks(ip, w)
         _normal_equations(ip, fp, w, False)
         _add_prior(ip, fp, w)
@@ -252,7 +252,8 @@ def limb_covariance(ip, fp, w, cov):
     (module docstring, P5), block by block: ``D`` into ``𝓛_b``, then each output's
     ``(o_x, 0, −o_u)`` (``WZ``, the block's outputs consecutive) through ``𝓛_b⁻¹``, four at a time,
     into ``(y, v₂, v₁)``. A variance is ``|y|² + |v₁|² − |v₂|²``, a contact's covariance the same
-    products between its rows."""
+    products between its rows. Returns False, ``cov`` unfinished, when a variance has cancelled
+    (:func:`_variance`): the caller solves densely instead."""
     NJ, sc = ip[H_NJ], ip[H_WSC]
     lbk, lout = ip[H_LBK], ip[H_LOUT]
     _joint_inertia(ip, w)
@@ -286,13 +287,41 @@ def limb_covariance(ip, fp, w, cov):
         for a in range(o0, o1):
             r, ya = ip[_u(lout + a)], Y + (a - o0) * m
             if r < NJ:
-                cov[_u(r)] = _signed_dot(w, ya, ya, n)
+                s = _variance(w, ya, n)
+                if s < 0.0:
+                    return False
+                cov[_u(r)] = s
             elif (r - NJ) % 6 == 0:             # a contact's six rows, consecutive in the block
                 for i in range(6):
                     for k in range(i + 1):
-                        s = _signed_dot(w, ya + i * m, ya + k * m, n)
+                        if k < i:
+                            s = _signed_dot(w, ya + i * m, ya + k * m, n)
+                        else:
+                            s = _variance(w, ya + i * m, n)
+                            if s < 0.0:
+                                return False
                         cov[_u(NJ + 6 * (r - NJ) + 6 * i + k)] = s
                         cov[_u(NJ + 6 * (r - NJ) + 6 * k + i)] = s
+    return True
+
+
+@njit(inline="always")
+def _variance(w, ya, n):
+    """``|y|² + |v₁|² − |v₂|²`` of a row ``(y, v₂, v₁)`` (:func:`_signed_dot` with itself), or −1 when
+    the subtraction has cancelled: its positive terms over :data:`~.layout._LIMB_CANCEL` × the
+    variance (rounding of that many ε). That happens where a block's own sensors barely see an output
+    that the base's equation determines (``v₂`` takes back what ``|y|²`` carries): a force-torque
+    sensor 10⁵ × noisier than configured under a prior 10⁴ × weaker than the default passes
+    :func:`_sensed`, and gave variances 1e-2 off."""
+    p = 0.0
+    for i in range(n):
+        p += w[_u(ya + i)] * w[_u(ya + i)]
+    q = 0.0
+    for k in range(n, n + 6):
+        p += w[_u(ya + 6 + k)] * w[_u(ya + 6 + k)]
+        q += w[_u(ya + k)] * w[_u(ya + k)]
+    s = p - q
+    return s if s * _LIMB_CANCEL >= p else -1.0        # (a zero row, p = 0: a variance of 0)
 
 
 @njit(inline="always")

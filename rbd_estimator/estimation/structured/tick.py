@@ -33,13 +33,13 @@ def structured_tick(ip, S, q, dq, ddq, y):
     wraps each array argument in an allocated, atomically counted reference, ~80 ns). Returns 0; 1
     for a non-finite input (``info[0]`` which, ``info[1]`` index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio,
     ``info[3]`` the whitened residual's squared norm ``χ²``); 3 for an
-    input of the wrong size (nothing computed). Compiled by :func:`compiled_tick`. Its steps are
+    input of the wrong size (nothing computed). Where a variance by limbs cancels (:func:`~.limbs._variance`)
+    the least squares is solved again densely (:func:`_solution`). Compiled by :func:`compiled_tick`. Its steps are
     mirrored, stage by stage, by ``benchmarks/bench_tick_stages.py``: change both together."""
-    NB, NJ, NX, MS = ip[H_NB], ip[H_NJ], ip[H_NX], ip[H_MS]
+    NB, NJ, NX = ip[H_NB], ip[H_NJ], ip[H_NX]
     fp, w = S[ip[H_SFP]:ip[H_SW]], S[ip[H_SW]:ip[H_SEND]]
     E, V = S[0:9 * NB], S[9 * NB:15 * NB]
-    xsol, imu_buf = S[ip[H_SX]:ip[H_SIMU]], S[ip[H_SIMU]:ip[H_SIMU] + 13]
-    out, info = S[ip[H_SOUT]:ip[H_SINFO]], S[ip[H_SINFO]:ip[H_SINFO] + 4]
+    imu_buf, info = S[ip[H_SIMU]:ip[H_SIMU] + 13], S[ip[H_SINFO]:ip[H_SINFO] + 4]
     if q.shape[0] != NJ or dq.shape[0] != NJ or ddq.shape[0] != NJ or y.shape[0] != ip[H_NY]:
         return 3
     imu_y = ip[H_IMUY]
@@ -72,7 +72,22 @@ def structured_tick(ip, S, q, dq, ddq, y):
     if floating and not _base_equation(ip, w):
         info[2] = 0.0
         return 2
-    ratio = least_squares(ip, fp, w)                # by limbs (P4) or dense (condition estimate: limbs.py)
+    status = _solution(ip, fp, w, S, E, V, False)  # by limbs (P4) or dense (condition estimate: limbs.py)
+    if status == 4:                                 # a variance by limbs has cancelled (limbs._variance)
+        status = _solution(ip, fp, w, S, E, V, True)
+    return status
+
+
+@njit
+def _solution(ip, fp, w, S, E, V, dense):
+    """The least squares in ``x`` (by limbs unless ``dense``; QR below :data:`_QR_THRESHOLD`), the base
+    acceleration, the outputs, the residual and the covariance into ``S`` (:func:`structured_tick`).
+    Returns the tick's status; 4 when a variance by limbs has cancelled (``cov`` unfinished: solve
+    again with ``dense``)."""
+    NX, MS, floating = ip[H_NX], ip[H_MS], ip[H_FLOAT]
+    xsol = S[ip[H_SX]:ip[H_SIMU]]
+    out, info = S[ip[H_SOUT]:ip[H_SINFO]], S[ip[H_SINFO]:ip[H_SINFO] + 4]
+    ratio = least_squares(ip, fp, w, dense)
     w_h = ip[H_WH]
     if ratio < _QR_THRESHOLD:
         ratio = _qr_solve(ip, fp, w)
@@ -109,7 +124,8 @@ def structured_tick(ip, S, q, dq, ddq, y):
     if ip[H_COV]:
         cov = S[ip[H_SCOV]:ip[H_STAIL]]
         if w[_u(ip[H_WLB])]:                        # the least squares went by limbs (P5)
-            limb_covariance(ip, fp, w, cov)
+            if not limb_covariance(ip, fp, w, cov):
+                return 4
         else:
             covariance(ip, fp, w, cov)
         for k in range(cov.shape[0]):
