@@ -1,0 +1,71 @@
+"""What a new user of an unshipped robot met with the parameter files of ``test/data/unshipped``
+(``test_node_unshipped_robots.py`` runs them end to end), without ROS:
+
+- the node's pinocchio cross-check (``runtime/oracle.py``) on a robot with continuous joints:
+  pinocchio stores such a joint as ``(cos q, sin q)``, so the joint positions cannot be copied slot
+  for slot (the Kinova Jaco 2's joints 1, 4 and 6 gave an 8 N·m residual on exact estimates); the
+  truth is :class:`groundtruth.GroundTruth` (pinocchio's ``rnea``);
+- a force-torque sensor declared on a joint the URDF lacks or on a moving joint: the error names the
+  parameter ``ft.<name>.joint`` (it said ``keep_fixed names joint ...``, an argument of the library
+  the user never wrote) and the closest fixed joint.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from groundtruth import GroundTruth
+from oracle import robots_dir
+
+pytest.importorskip("pinocchio")
+
+from rbd_estimator import SensorConfig, estimator_for  # noqa: E402
+from rbd_estimator.errors import ConfigError  # noqa: E402
+from rbd_estimator.runtime.oracle import PinocchioOracle  # noqa: E402
+from rbd_estimator.runtime.params import NODE_KEYS  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _urdf(rel):
+    with open(os.path.join(robots_dir(), rel), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _user_params(robot) -> dict:
+    import yaml
+    with open(os.path.join(HERE, "data", "unshipped", f"{robot}.yaml"), encoding="utf-8") as fh:
+        return yaml.safe_load(fh)["rbd_estimator"]["ros__parameters"]
+
+
+@pytest.mark.parametrize("joint, says", [
+    ("l_sole_jnt", "joint 'l_sole_jnt' is not in the robot description (did you mean the fixed joint 'l_sole_joint'?)"),
+    ("LAnkleRoll", "joint 'LAnkleRoll' is revolute: only fixed joints can be kept")])
+def test_force_torque_sensor_on_a_wrong_joint_names_the_parameter(joint, says):
+    params = _user_params("romeo")
+    params["ft"]["l_foot_ft"]["joint"] = joint
+    with pytest.raises(ConfigError) as err:
+        estimator_for(_urdf("romeo_description/urdf/romeo.urdf"), SensorConfig.from_dict(params, node_keys=NODE_KEYS))
+    assert str(err.value).startswith(f"parameter 'ft.l_foot_ft.joint': {says}"), str(err.value)
+
+
+@pytest.mark.parametrize("floating_base", [False, True])
+def test_cross_check_of_continuous_joints_is_round_off(floating_base):
+    xml = _urdf("kinova_description/robots/kinova.urdf")
+    cfg = SensorConfig.from_yaml(os.path.join(HERE, "data", "unshipped", "kinova.yaml"))
+    if floating_base:                     # the arm on a moving base with an IMU: the base_state path
+        cfg = SensorConfig.from_dict(dict(cfg.to_parameters(), floating_base=True,
+                                          imu=dict(frame="j2s6s200_link_base")))
+    est = estimator_for(xml, cfg)
+    oracle = PinocchioOracle(xml, cfg.floating_base, est.joint_names, est.contact_frames,
+                             cfg.imu.frame if cfg.imu else None)
+    assert len(oracle.q) > len(est.joint_names) + (7 if floating_base else 0)    # (cos, sin) slots
+    inputs, truth = GroundTruth(xml, est).sample(np.random.default_rng(5))
+    assert np.abs(inputs["q"]).max() > 0.5
+    r = est.estimate(**inputs)
+    scale = max(1.0, np.max(np.abs(truth["tau"])))
+    assert np.max(np.abs(r.tau - truth["tau"])) <= 1e-9 * scale
+    joint, base = oracle.check(inputs["q"], inputs["dq"], inputs["ddq"], inputs.get("imu"),
+                               r.base_acceleration, r.contact_wrenches, r.tau)
+    assert joint <= 1e-9 * scale and base <= 1e-9 * scale, (joint, base)
