@@ -69,3 +69,34 @@ def test_cross_check_of_continuous_joints_is_round_off(floating_base):
     joint, base = oracle.check(inputs["q"], inputs["dq"], inputs["ddq"], inputs.get("imu"),
                                r.base_acceleration, r.contact_wrenches, r.tau)
     assert joint <= 1e-9 * scale and base <= 1e-9 * scale, (joint, base)
+
+
+def test_rejected_joint_states_name_the_joints_at_fault(tmp_path):
+    """A Kinova driver publishes the gripper's finger joints too, which this URDF fixes: every joint
+    state is rejected as ``unknown_joint``; the replay's summary (and the node's /diagnostics,
+    ``joint_states/rejected_joints``: same code) names those joints, and a missing one."""
+    pytest.importorskip("rosbags")
+    from groundtruth import Serializer
+    from rosbags.rosbag2 import Writer
+
+    from rbd_estimator.replay import replay_bag
+    from rbd_estimator.runtime import cdr
+    xml = _urdf("kinova_description/robots/kinova.urdf")
+    cfg = SensorConfig.from_dict(_user_params("kinova"), node_keys=NODE_KEYS)
+    joints = [f"j2s6s200_joint_{k}" for k in range(1, 7)]
+    fingers = ["j2s6s200_joint_finger_1", "j2s6s200_joint_finger_2"]
+    s = Serializer()
+    for names, says in [(joints + fingers, "not moving joints of the model: 'j2s6s200_joint_finger_1', "
+                                           "'j2s6s200_joint_finger_2'"),
+                        (joints[:5], "missing: 'j2s6s200_joint_6'")]:
+        bag, out = str(tmp_path / f"in{len(names)}"), str(tmp_path / f"out{len(names)}")
+        with Writer(bag, version=9) as w:
+            js = w.add_connection("/joint_states", cdr.JOINT_STATE, typestore=s.ts)
+            for k in range(5):
+                t = 1_700_000_000_000_000_000 + k * 1_000_000
+                n = len(names)
+                w.write(js, t, s.joint_state(t, names, np.zeros(n), np.zeros(n), np.zeros(n)))
+        summary, _ = replay_bag(bag, out, cfg, xml)
+        assert summary.estimates == 0 and sum(summary.rejected["joint_states"].values()) == 5
+        assert summary.rejected_joints == says
+        assert f"joint names: {says}" in summary.text()
