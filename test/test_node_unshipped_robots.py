@@ -159,6 +159,16 @@ def test_node_on_a_users_parameter_file_matches_pinocchio(ros, robot):
                 assert float(v["oracle_residual"]) < 1e-6
             robot.node.update({s: (tau, {c: sim.wrenches[c][s][1] for c in est.contact_names})
                                for s, (_, tau) in sim.torques.items()})
+            # a driver that also publishes a joint the model does not move: rejected, and named
+            f = robot.traj.frame(FRAMES)
+            extra = sim.joint_state(FRAMES, names=sim.wire_names + ["gripper_finger_joint"],
+                                    q=[*(f["q"][i] for i in sim.wire_order), 0.0],
+                                    dq=[*(f["dq"][i] for i in sim.wire_order), 0.0])
+            extra.effort = [*extra.effort, 0.0]
+            sim.js.publish(extra)
+            lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: "joint_states/rejected_joints" in v)
+            assert v["joint_states/rejected_joints"] == "not moving joints of the model: 'gripper_finger_joint'"
+            assert int(v["joint_states/rejected/unknown_joint"]) == 1
     finally:
         if topic_pub is not None:
             ros.client.destroy_publisher(topic_pub)
