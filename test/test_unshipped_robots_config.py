@@ -7,7 +7,11 @@
   truth is :class:`groundtruth.GroundTruth` (pinocchio's ``rnea``);
 - a force-torque sensor declared on a joint the URDF lacks or on a moving joint: the error names the
   parameter ``ft.<name>.joint`` (it said ``keep_fixed names joint ...``, an argument of the library
-  the user never wrote) and the closest fixed joint.
+  the user never wrote) and the closest fixed joint;
+- a driver's joint states with joints the model does not move, or without one: the replay's summary
+  names them (it only counted ``unknown_joint`` / ``missing_joint``);
+- the Kinova's weak tool directions are those of its stretched zero pose: a working ``nominal_pose``
+  silences the warning.
 """
 from __future__ import annotations
 
@@ -100,3 +104,23 @@ def test_rejected_joint_states_name_the_joints_at_fault(tmp_path):
         assert summary.estimates == 0 and sum(summary.rejected["joint_states"].values()) == 5
         assert summary.rejected_joints == says
         assert f"joint names: {says}" in summary.text()
+
+
+def test_kinova_weak_tool_directions_are_those_of_the_stretched_pose():
+    """The Kinova's warning at configure (tool fx, fy, tz left to the prior) is about its zero pose,
+    where the arm is stretched; at a working pose given as ``nominal_pose`` (docs/robot_descriptions.md)
+    the six joint torques determine the whole tool wrench."""
+    import warnings
+
+    from rbd_estimator.errors import ConditioningWarning
+    xml = _urdf("kinova_description/robots/kinova.urdf")
+    params = _user_params("kinova")
+    with pytest.warns(ConditioningWarning, match="tool fx, tool fy, tool tz"):
+        est = estimator_for(xml, SensorConfig.from_dict(params, node_keys=NODE_KEYS))
+    assert est.weak_directions() == {"tool": ("tool fx", "tool fy", "tool tz")}
+    pose = {"j2s6s200_joint_2": 2.9, "j2s6s200_joint_3": 1.3, "j2s6s200_joint_5": 1.0}
+    params.update(nominal_pose_joints=list(pose), nominal_pose=pose)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConditioningWarning)
+        est = estimator_for(xml, SensorConfig.from_dict(params, node_keys=NODE_KEYS))
+    assert est.weak_directions() == {}
