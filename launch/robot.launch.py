@@ -12,7 +12,8 @@ Arguments:
   description_source         'file' (default): the URDF file above; 'topic': the node reads robot_description
                              from robot_state_publisher's /robot_description topic at configure
   autostart                  configure, then activate, through lifecycle events (default: true)
-  use_robot_state_publisher  also start robot_state_publisher with the same URDF (default: false)
+  use_robot_state_publisher  also start robot_state_publisher with the URDF (default: false); with
+                             description_source:=topic it publishes what the node reads
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler
@@ -28,18 +29,19 @@ from rbd_estimator import robots
 
 
 def _resolve(context):
-    """(params file, URDF text or '') from the arguments: explicit files win over the robot's."""
+    """(params file, the estimator's robot_description, robot_state_publisher's) from the arguments:
+    explicit files win over the robot's; with description_source:=topic the estimator reads the topic
+    that robot_state_publisher (started here or elsewhere) publishes from the URDF."""
     robot = LaunchConfiguration("robot").perform(context)
     params = LaunchConfiguration("params_file").perform(context) or robots.params_file(robot)
-    if LaunchConfiguration("description_source").perform(context) == "topic":
-        return params, ""
-    path = LaunchConfiguration("robot_description_file").perform(context) or robots.urdf_file(robot)
-    with open(path, encoding="utf-8") as fh:
-        return params, fh.read()
+    use_rsp = LaunchConfiguration("use_robot_state_publisher").perform(context).lower() in ("true", "1")
+    return (params, *robots.launch_descriptions(
+        robot, LaunchConfiguration("robot_description_file").perform(context),
+        LaunchConfiguration("description_source").perform(context), use_rsp))
 
 
 def _nodes(context):
-    params, urdf = _resolve(context)
+    params, urdf, rsp_urdf = _resolve(context)
     autostart = LaunchConfiguration("autostart")
     estimator = LifecycleNode(
         package="rbd_estimator",
@@ -54,7 +56,7 @@ def _nodes(context):
         executable="robot_state_publisher",
         name="robot_state_publisher",
         output="screen",
-        parameters=[{"robot_description": urdf}],
+        parameters=[{"robot_description": rsp_urdf}],
         condition=IfCondition(LaunchConfiguration("use_robot_state_publisher")),
     )
     # autostart: configure as soon as the node runs; activate when it reaches 'inactive'.

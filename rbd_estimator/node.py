@@ -28,7 +28,7 @@ from rclpy.lifecycle import LifecycleNodeMixin, LifecycleState, TransitionCallba
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
-from .errors import ConfigError, ModelWarning
+from .errors import ConditioningWarning, ConfigError, ModelWarning
 from .jit import compile_timer
 from .ros import diagnostics as diag
 from .ros.blas import limit_blas_threads
@@ -131,8 +131,10 @@ class EstimatorNode(LifecycleNodeMixin, Node):
                 self.last_error = advice(exc)
                 self.get_logger().error(f"configure failed: {self.last_error}")
                 return FAILURE
-            for w in caught:
-                self.get_logger().warning(f"robot_description: {w.message}")
+            for w in caught:      # weak contact directions: said once below (coverage_lines), with what to set
+                if not issubclass(w.category, ConditioningWarning):
+                    prefix = "robot_description: " * issubclass(w.category, ModelWarning)
+                    self.get_logger().warning(f"{prefix}{w.message}")
             session.run_job = self._worker.submit
             self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS)
             self._diag_timer = self.create_timer(settings.diagnostics_period, self._publish_diagnostics,

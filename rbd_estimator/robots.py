@@ -115,3 +115,23 @@ def urdf_file(name: str) -> str:
     if not os.path.isfile(path):
         raise ConfigError(f"robot '{name}': its robot description {path} does not exist")
     return path
+
+
+def launch_descriptions(robot: str, robot_description_file: str = "", description_source: str = "file",
+                        use_robot_state_publisher: bool = False) -> tuple[str, str]:
+    """``(estimator's robot_description parameter, robot_state_publisher's)`` as ``robot.launch.py``
+    passes them: the URDF text of ``robot_description_file``, else of the shipped ``robot``. With
+    ``description_source='topic'`` the estimator's is empty (it reads ``/robot_description`` at
+    configure) while robot_state_publisher, when the launch starts it, still gets the URDF: it is what
+    publishes that topic. No file is read when neither needs one."""
+    if description_source not in ("file", "topic"):
+        raise ConfigError(f"description_source '{description_source}': one of 'file', 'topic'")
+    if description_source == "topic" and not use_robot_state_publisher:
+        return "", ""
+    path = robot_description_file or urdf_file(robot)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            xml = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"robot_description_file: cannot read {path}: {exc}") from None
+    return ("" if description_source == "topic" else xml), xml

@@ -112,3 +112,27 @@ def test_generate_launch_description_with_launch_ros():
     assert len(nodes) == 1
     assert any(isinstance(e, RegisterEventHandler) for e in entities)
     assert isinstance(_load(HUMANOID_LAUNCH).generate_launch_description(), LaunchDescription)
+
+
+def test_robot_state_publisher_gets_the_urdf_when_the_node_reads_its_topic(tmp_path):
+    """``robot_description_file:=my.urdf description_source:=topic use_robot_state_publisher:=true``
+    (a user's own robot, docs/node.md): robot_state_publisher publishes the file, the node reads the
+    topic. The launch file gave robot_state_publisher the node's empty description then."""
+    urdf = tmp_path / "mine.urdf"
+    urdf.write_text('<robot name="mine"><link name="base"/></robot>', encoding="utf-8")
+    mine = urdf.read_text(encoding="utf-8")
+    assert robots.launch_descriptions("arm", str(urdf), "topic", True) == ("", mine)
+    assert robots.launch_descriptions("arm", str(urdf), "topic", False) == ("", "")
+    assert robots.launch_descriptions("arm", str(urdf), "file", True) == (mine, mine)
+    with open(robots.urdf_file("arm"), encoding="utf-8") as fh:
+        assert robots.launch_descriptions("arm", "", "topic", True) == ("", fh.read())
+    with pytest.raises(ConfigError, match="robot_description_file: cannot read .*missing.urdf"):
+        robots.launch_descriptions("arm", str(tmp_path / "missing.urdf"), "file", False)
+    # and the launch file passes robot_state_publisher its own text
+    tree = _tree(ROBOT_LAUNCH)
+    assert any(isinstance(n.func, ast.Attribute) and n.func.attr == "launch_descriptions"
+               for n in _calls(tree, "launch_descriptions"))
+    rsp = next(c for c in _calls(tree, "Node") if any(k.arg == "executable" and k.value.value == "robot_state_publisher"
+                                                      for k in c.keywords))
+    params = next(k.value for k in rsp.keywords if k.arg == "parameters")
+    assert ast.unparse(params) == "[{'robot_description': rsp_urdf}]"

@@ -52,7 +52,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ModelError
 from ..model.cluster_packing import CLOSURE_FAILED, NOT_FINITE, PackedClusterTree, packable
 from ..model.clusters import ClusterTree
 from ..model.loops import BeltTransmission, ExplicitLoop, LinearTransmission, LinkAndRotor, LoopConfig
@@ -405,8 +405,14 @@ def _joint_offset(tree: ClusterTree, tree_joints) -> np.ndarray:
 def model_for(xml: str, config: SensorConfig, strict: bool = False) -> RobotModel:
     """The URDF model an estimator of ``config`` needs: floating base per the configuration, every
     configured force-torque joint kept (``strict``: see :meth:`RobotModel.from_urdf`)."""
-    joints = [ft.joint for ft in config.ft_sensors if ft.joint]
-    return RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=joints, strict=strict)
+    joints = {ft.joint: ft.name for ft in config.ft_sensors if ft.joint}
+    try:
+        return RobotModel.from_urdf(xml, floating_base=config.floating_base, keep_fixed=list(joints), strict=strict)
+    except ModelError as exc:
+        joint = getattr(exc, "joint", None)
+        if joint not in joints:
+            raise
+        raise ConfigError(f"parameter 'ft.{joints[joint]}.joint': {exc}") from None
 
 
 def estimator_for(xml: str, config: SensorConfig, base_dir: str | None = None, strict: bool = False, seed: int = 0,

@@ -8,6 +8,7 @@ from top-level ``<sensor type="force_torque"><parent joint="JOINT"/>`` elements,
 """
 from __future__ import annotations
 
+import difflib
 import math
 import warnings
 import xml.etree.ElementTree as ET
@@ -29,6 +30,25 @@ def read_urdf(xml: str, floating_base: bool = False, keep_fixed=(), strict: bool
         return _build(xml, floating_base, keep_fixed, strict)
 
 
+def _check_kept(name: str, joints: dict) -> None:
+    """A joint to keep (``keep_fixed``, a force-torque sensor's) must be a fixed joint of the URDF;
+    else a :class:`ModelError` whose ``joint`` is ``name`` (the sensor configuration names its
+    parameter) and which suggests the closest fixed joint."""
+    fixed = [j for j, x in joints.items() if x.type == "fixed"]
+    close = difflib.get_close_matches(name, fixed, n=1)
+    if name not in joints:
+        err = ModelError(f"joint '{name}' is not in the robot description"
+                         + (f" (did you mean the fixed joint '{close[0]}'?)" if close else ""))
+    elif joints[name].type != "fixed":
+        err = ModelError(f"joint '{name}' is {joints[name].type}: only fixed joints can be kept "
+                         f"(force-torque sensors must sit on fixed joints"
+                         + (f"; the closest fixed joint is '{close[0]}')" if close else ")"))
+    else:
+        return
+    err.joint = name
+    raise err
+
+
 def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> dict:
     if not isinstance(xml, str) or not xml.strip():
         raise ModelError("robot_description is empty: expected the URDF XML text")
@@ -45,11 +65,7 @@ def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> dict:
     sensors = ft_sensor_tags(tree, joints)
     keep = set(keep_fixed) | set(sensors)
     for name in keep:
-        if name not in joints:
-            raise ModelError(f"keep_fixed names joint '{name}', which is not in the robot description")
-        if joints[name].type != "fixed":
-            raise ModelError(f"joint '{name}' is {joints[name].type}: only fixed joints can be kept "
-                             f"(force-torque sensors must sit on fixed joints)")
+        _check_kept(name, joints)
     for m in mimic:
         if m.joint in sensors or m.driver in sensors:
             raise ModelError(f"mimic joint '{m.joint}' cannot carry a force-torque sensor")

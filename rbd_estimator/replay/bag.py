@@ -216,6 +216,7 @@ def replay_bag(input_path: str, output_path: str, config: SensorConfig, xml: str
     summary.ticks, summary.estimates = rep.core.ticks, rep.core.outputs
     summary.stale_timer_ticks = rep.stale_timer_ticks
     summary.received, summary.rejected = rep.session.input_counts()
+    summary.rejected_joints = rep.session.inputs.joint_state_problem
     summary.bag_seconds = (last - first) * 1e-9 if first is not None else 0.0
     summary.wall_seconds = time.perf_counter() - t_start
     return summary, rep

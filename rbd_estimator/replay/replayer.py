@@ -31,6 +31,7 @@ class ReplaySummary:
     stale_timer_ticks: int = 0
     received: dict = field(default_factory=dict)      # input → accepted samples
     rejected: dict = field(default_factory=dict)      # input → {reason: count}
+    rejected_joints: str = ""                          # the joints at fault in the latest rejected joint state
     undecodable: dict = field(default_factory=dict)   # topic → messages whose bytes did not decode
     bag_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -57,6 +58,8 @@ class ReplaySummary:
             total = sum(rej.values())
             why = " (" + ", ".join(f"{k}: {v}" for k, v in sorted(rej.items())) + ")" if total else ""
             lines.append(f"    {name:<24}{self.received[name]:>8} / {total}{why}")
+            if name == "joint_states" and self.rejected_joints:
+                lines.append(f"      joint names: {self.rejected_joints}")
         for topic, n in self.undecodable.items():
             lines.append(f"  {topic}: {n} messages could not be decoded (skipped)")
         if self.salvage:

@@ -11,7 +11,9 @@ keys (values are strings, as the message defines):
 * ``fallback/<sensor>``: ``ready`` or ``unavailable: <reason>`` for every prepared loss;
 * ``oracle_residual`` (N·m), ``oracle_base_residual``, ``oracle_checks``, ``oracle_tolerance``;
 * per input (``joint_states`` and every sensor): ``<input>/fresh``, ``<input>/age_ms``,
-  ``<input>/received``, ``<input>/rejected`` and ``<input>/rejected/<reason>``.
+  ``<input>/received``, ``<input>/rejected`` and ``<input>/rejected/<reason>``;
+  ``joint_states/rejected_joints``: the joints at fault in the latest joint state rejected for its
+  names (``not moving joints of the model: 'a', …``, ``listed twice: …``, ``missing: …``), once one was.
 """
 from __future__ import annotations
 

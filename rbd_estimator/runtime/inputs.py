@@ -116,6 +116,8 @@ class _Layouts:
         self.ignored = frozenset(ignored)
         self.n = len(model_joints)
         self.require_all = require_all
+        #: the joints at fault in the latest rejected layout ("" before any)
+        self.problem = ""
         self._cache: dict = {}
 
     def lookup(self, names):
@@ -129,7 +131,21 @@ class _Layouts:
             if len(self._cache) > 16:
                 self._cache.clear()
             self._cache[key] = hit
+        if isinstance(hit, str):
+            self.problem = self._why(key)
         return hit
+
+    def _why(self, names) -> str:
+        """The joints at fault in a rejected layout ``names``, named (at most five of each)."""
+        def listed(xs):
+            return ", ".join(f"'{x}'" for x in xs[:5]) + (f" and {len(xs) - 5} more" if len(xs) > 5 else "")
+        unknown = [n for n in names if n not in self.index and n not in self.ignored]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        missing = [n for n in self.index if n not in names] if self.require_all else []
+        parts = [f"not moving joints of the model: {listed(unknown)}"] * bool(unknown)
+        parts += [f"listed twice: {listed(twice)}"] * bool(twice)
+        parts += [f"missing: {listed(missing)}"] * bool(missing)
+        return "; ".join(parts)
 
     def _build(self, names):
         pos, at = [], []                 # model index and message index of each model joint named
@@ -180,6 +196,12 @@ class SensorInputs:
         self.I = self.F = None
         self.slots: dict[str, Slot] = {}
         self.configure(config, settings)
+
+    @property
+    def joint_state_problem(self) -> str:
+        """The joints at fault in the latest joint state rejected for its names (unknown, listed
+        twice, missing), named; "" when none was."""
+        return self._js_layout.problem
 
     @classmethod
     def for_estimator(cls, est, config, settings) -> "SensorInputs":

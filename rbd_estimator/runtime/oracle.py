@@ -3,7 +3,8 @@
 Pinocchio builds its own model from the same URDF at configure (free-flyer root if the estimate is
 floating-base). For a tick it is given
 
-* the joint positions, velocities and (filtered) accelerations the estimator used;
+* the joint positions, velocities and (filtered) accelerations the estimator used (a continuous
+  joint's position as pinocchio's ``(cos q, sin q)``);
 * the base orientation and angular velocity from the IMU (pinocchio's own kinematics places the
   IMU frame on the base), base position 0 and base linear velocity 0 — the estimate does not
   depend on them;
@@ -29,7 +30,14 @@ class PinocchioOracle:
         self.data = self.model.createData()
         m = self.model
         self.floating_base = floating_base
-        self.q_idx = np.array([m.idx_qs[m.getJointId(n)] for n in joint_names], dtype=np.int64)
+        ids = [m.getJointId(n) for n in joint_names]
+        bounded = [m.nqs[j] == 1 for j in ids]
+        #: our joint index → pinocchio q index, for one-coordinate joints and for continuous ones
+        #: (``nq = 2``: ``cos q`` at the index, ``sin q`` after it)
+        self.k_bounded = np.array([k for k, b in enumerate(bounded) if b], dtype=np.int64)
+        self.k_unbounded = np.array([k for k, b in enumerate(bounded) if not b], dtype=np.int64)
+        self.q_idx = np.array([m.idx_qs[ids[k]] for k in self.k_bounded], dtype=np.int64)
+        self.q_cos = np.array([m.idx_qs[ids[k]] for k in self.k_unbounded], dtype=np.int64)
         self.v_idx = np.array([m.idx_vs[m.getJointId(n)] for n in joint_names], dtype=np.int64)
         self.contacts = [self._frame(f) for f in contact_frames]
         self.imu = self._frame(imu_frame)[2] if (imu_frame and floating_base) else None
@@ -48,12 +56,19 @@ class PinocchioOracle:
         f = m.frames[fid]
         return f.parentJoint, f.placement, fid
 
+    def _joint_positions(self, q):
+        """Our joint positions into pinocchio's configuration vector."""
+        q = np.asarray(q)
+        self.q[self.q_idx] = q[self.k_bounded]
+        self.q[self.q_cos] = np.cos(q[self.k_unbounded])
+        self.q[self.q_cos + 1] = np.sin(q[self.k_unbounded])
+
     def base_state(self, q, dq, imu):
         """Free-flyer ``q`` orientation and ``v`` angular velocity of the base from an IMU sample
         (orientation ``[x, y, z, w]`` of the IMU frame in the world, gyro in the IMU frame)."""
         pin, m, d = self.pin, self.model, self.data
         self.q[:7] = [0, 0, 0, 0, 0, 0, 1]
-        self.q[self.q_idx] = q
+        self._joint_positions(q)
         self.v[:] = 0.0
         self.v[self.v_idx] = dq
         pin.forwardKinematics(m, d, self.q, self.v)
@@ -74,7 +89,7 @@ class PinocchioOracle:
             self.base_state(q, dq, imu)
             self.a[:6] = base_acceleration
         else:
-            self.q[self.q_idx] = q
+            self._joint_positions(q)
             self.v[self.v_idx] = dq
         self.a[self.v_idx] = ddq
         for k in range(m.njoints):

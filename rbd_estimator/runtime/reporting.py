@@ -83,4 +83,6 @@ def diagnostics(session, now: int) -> tuple:
         values[f"{name}/rejected"] = sum(slot.rejected.values())
         for reason, count in sorted(slot.rejected.items()):
             values[f"{name}/rejected/{reason}"] = count
+    if inp.joint_state_problem:
+        values["joint_states/rejected_joints"] = inp.joint_state_problem
     return level, message, values
