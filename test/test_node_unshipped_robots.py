@@ -167,7 +167,7 @@ def test_node_on_a_users_parameter_file_matches_pinocchio(ros, robot):
             extra.effort = [*extra.effort, 0.0]
             sim.js.publish(extra)
             lvl, msg, v = sim.latest_diagnostics(lambda lvl, m, v: "joint_states/rejected_joints" in v)
-            assert v["joint_states/rejected_joints"] == "not moving joints of the model: 'gripper_finger_joint'"
+            assert v["joint_states/rejected_joints"] == "not in the robot description: 'gripper_finger_joint'"
             assert int(v["joint_states/rejected/unknown_joint"]) == 1
     finally:
         if topic_pub is not None:

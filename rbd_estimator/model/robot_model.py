@@ -49,6 +49,8 @@ class RobotModel:
     ft_sensors: tuple[FTSensor, ...]
     body_parent_links: tuple[str, ...] = ()
     mimic_joints: tuple[MimicJoint, ...] = ()
+    #: the URDF's fixed joints (merged or kept as bodies): a joint state may list them (ignored)
+    fixed_joints: tuple[str, ...] = ()
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     #: IMU sensors the URDF declares (``<sensor type="imu">``, in ``<gazebo reference="LINK">`` or
     #: top level with ``<parent link="LINK"/>``): name → :class:`Frame`

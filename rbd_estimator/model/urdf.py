@@ -70,7 +70,7 @@ def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> dict:
         if m.joint in sensors or m.driver in sensors:
             raise ModelError(f"mimic joint '{m.joint}' cannot carry a force-torque sensor")
     model = dict(_number(robot.name or "robot", root, links, child_joints, keep, sensors, floating_base),
-                 mimic_joints=mimic)
+                 mimic_joints=mimic, fixed_joints=tuple(n for n, j in joints.items() if j.type == "fixed"))
     model["imu_sensors"] = imu_frames(model["frames"], tree)
     _physical(_massless_subtree(model), strict)
     return model

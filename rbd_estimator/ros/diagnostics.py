@@ -13,7 +13,7 @@ keys (values are strings, as the message defines):
 * per input (``joint_states`` and every sensor): ``<input>/fresh``, ``<input>/age_ms``,
   ``<input>/received``, ``<input>/rejected`` and ``<input>/rejected/<reason>``;
   ``joint_states/rejected_joints``: the joints at fault in the latest joint state rejected for its
-  names (``not moving joints of the model: 'a', …``, ``listed twice: …``, ``missing: …``), once one was.
+  names (``not in the robot description: 'a', …``, ``listed twice: …``, ``missing: …``), once one was.
 """
 from __future__ import annotations
 

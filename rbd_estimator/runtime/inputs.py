@@ -142,7 +142,7 @@ class _Layouts:
         unknown = [n for n in names if n not in self.index and n not in self.ignored]
         twice = sorted({n for n in names if names.count(n) > 1})
         missing = [n for n in self.index if n not in names] if self.require_all else []
-        parts = [f"not moving joints of the model: {listed(unknown)}"] * bool(unknown)
+        parts = [f"not in the robot description: {listed(unknown)}"] * bool(unknown)
         parts += [f"listed twice: {listed(twice)}"] * bool(twice)
         parts += [f"missing: {listed(missing)}"] * bool(missing)
         return "; ".join(parts)
@@ -189,7 +189,7 @@ class SensorInputs:
 
     def __init__(self, joint_names, config, settings, ignored_joints=()):
         """``ignored_joints``: joints a joint state may also carry that are not estimator inputs
-        (the URDF's mimic joints, which follow their driving joints)."""
+        (the URDF's mimic joints, which follow their driving joints, and its fixed joints)."""
         self.joint_names = tuple(joint_names)
         self._js_layout = _Layouts(self.joint_names, require_all=True, ignored=ignored_joints)
         self._jt_layout = _Layouts(self.joint_names, require_all=False, ignored=ignored_joints)
@@ -205,8 +205,11 @@ class SensorInputs:
 
     @classmethod
     def for_estimator(cls, est, config, settings) -> "SensorInputs":
-        """The inputs of an estimator (node and replay): its joints, the URDF's mimic joints ignored."""
-        return cls(est.joint_names, config, settings, ignored_joints=[m.joint for m in est.model.mimic_joints])
+        """The inputs of an estimator (node and replay): its joints; the URDF's mimic joints (they follow
+        their drivers) and fixed joints (a driver may publish a joint the description fixes, as
+        robot_state_publisher takes it) ignored in a joint state."""
+        m = est.model
+        return cls(est.joint_names, config, settings, ignored_joints=[*(j.joint for j in m.mimic_joints), *m.fixed_joints])
 
     # ------------------------------------------------------------------ configuration
     def configure(self, config, settings) -> None:
