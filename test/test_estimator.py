@@ -206,6 +206,17 @@ def test_ill_posed_configuration_never_yields_an_estimator():
             dict(floating_base=True, ft_sensors=ICUB_FT, **FEET)))
 
 
+def test_a_misspelt_frame_is_refused_naming_the_parameter_and_the_closest_frame():
+    with pytest.raises(ConfigError, match=r"parameter 'imu.frame': 'root_lnk' is not .* \(did you mean 'root_link'\?\)"):
+        estimator_for(urdf_xml("icub"), icub_config(imu=dict(frame="root_lnk")))
+    feet = dict(contacts=["l_foot", "r_foot"], contact=dict(l_foot=dict(frame="l_sole"), r_foot=dict(frame="rsole")))
+    with pytest.raises(ConfigError, match=r"parameter 'contact.r_foot.frame': 'rsole' .* \(did you mean 'r_sole'\?\)"):
+        estimator_for(urdf_xml("icub"), icub_config(**feet))
+    with pytest.raises(ConfigError) as refused:                   # nothing close: no guess
+        estimator_for(urdf_xml("icub"), icub_config(imu=dict(frame="xyzzy_qwerty")))
+    assert "did you mean" not in str(refused.value)
+
+
 def test_plan_reports_its_size_and_costs(icub):
     est, _ = icub
     p = est.report

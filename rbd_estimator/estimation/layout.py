@@ -150,7 +150,7 @@ class SystemLayout:
             return self.model.frame(name)
         except ModelError:
             raise ConfigError(f"parameter '{parameter}': '{name}' is not a link or frame of robot "
-                              f"'{self.model.name}'") from None
+                              f"'{self.model.name}'{self.model.closest_frame(name)}") from None
 
     # ------------------------------------------------------------------ sources
     def _layout_sources(self):

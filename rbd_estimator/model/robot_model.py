@@ -12,6 +12,7 @@ for a fixed base ``q``/``v`` are the joints only, in :attr:`RobotModel.joint_nam
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -153,7 +154,14 @@ class RobotModel:
         try:
             return self.frames[name]
         except KeyError:
-            raise ModelError(f"unknown frame or link '{name}' in model '{self.name}'") from None
+            raise ModelError(f"unknown frame or link '{name}' in model '{self.name}'"
+                             f"{self.closest_frame(name)}") from None
+
+    def closest_frame(self, name: str, also=()) -> str:
+        """`` (did you mean 'X'?)`` with the link, frame (or ``also``) closest to the unknown ``name``,
+        or ""."""
+        close = difflib.get_close_matches(name, [*self.frames, *also], n=1)
+        return f" (did you mean '{close[0]}'?)" if close else ""
 
     def imu_frame(self, name: str) -> Frame:
         """The frame of a link, a kept frame or a URDF IMU sensor; ``ModelError`` if unknown."""
@@ -162,7 +170,8 @@ class RobotModel:
         if name in self.imu_sensors:
             return self.imu_sensors[name]
         raise ModelError(f"unknown frame, link or IMU sensor '{name}' in model '{self.name}'"
-                         + (f" (IMU sensors: {', '.join(self.imu_sensors)})" if self.imu_sensors else ""))
+                         + (f" (IMU sensors: {', '.join(self.imu_sensors)})" if self.imu_sensors else "")
+                         + self.closest_frame(name, self.imu_sensors))
 
     def kept_joint_sensor(self, name: str, joint: str, frame: str = "child",
                           measure_direction: str = "child_to_parent") -> FTSensor:

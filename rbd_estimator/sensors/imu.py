@@ -59,7 +59,7 @@ class Imu(Sensor):
             frame = model.imu_frame(self.frame)
         except ModelError:
             raise ConfigError(f"parameter 'imu.frame': '{self.frame}' is not a link, frame or IMU sensor of "
-                              f"robot '{model.name}'") from None
+                              f"robot '{model.name}'{model.closest_frame(self.frame, model.imu_sensors)}") from None
         if frame.body < 0:
             raise ConfigError(f"parameter 'imu.frame': '{self.frame}' is attached to the fixed base")
         return frame
