@@ -16,7 +16,20 @@ bag), 2 when the replay could not start.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
+
+
+@contextlib.contextmanager
+def plain_warnings():
+    """The library's warnings (a weak direction at planning, a doubtful inertia) as a command-line
+    tool prints them, ``warning: <message>`` on stderr, instead of Python's form, which names the
+    library's source file and line (of no use to the user, whose input is at fault)."""
+    with warnings.catch_warnings():
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: print(
+            f"warning: {message}", file=file or sys.stderr)
+        yield
 
 
 def _replay(args) -> int:
@@ -131,13 +144,14 @@ def main(argv=None) -> int:
     rp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _fleet_parser(sub)
     args = ap.parse_args(argv)
-    if args.command == "replay-fleet":
-        return _replay_fleet(args)
-    if args.command == "replay":
-        return _replay(args)
-    if args.command == "warm-cache":
-        from .warm import warm
-        return 0 if warm(args.robots or None) else 1
+    with plain_warnings():
+        if args.command == "replay-fleet":
+            return _replay_fleet(args)
+        if args.command == "replay":
+            return _replay(args)
+        if args.command == "warm-cache":
+            from .warm import warm
+            return 0 if warm(args.robots or None) else 1
     return 2
 
 
