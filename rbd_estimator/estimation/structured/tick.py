@@ -34,9 +34,9 @@ def structured_tick(ip, S, q, dq, ddq, y):
     for a non-finite input (``info[0]`` which, ``info[1]`` index, as the generic tick); 2 for a singular state (``info[2]`` the pivot ratio,
     ``info[3]`` the whitened residual's squared norm ``χ²``); 3 for an
     input of the wrong size (nothing computed). Where a variance by limbs cancels (:func:`~.limbs._variance`)
-    the least squares is solved again densely (:func:`_solution`). Compiled by :func:`compiled_tick`. Its steps are
+    the least squares is solved again, densely. Compiled by :func:`compiled_tick`. Its steps are
     mirrored, stage by stage, by ``benchmarks/bench_tick_stages.py``: change both together."""
-    NB, NJ, NX = ip[H_NB], ip[H_NJ], ip[H_NX]
+    NB, NJ, NX, MS = ip[H_NB], ip[H_NJ], ip[H_NX], ip[H_MS]
     fp, w = S[ip[H_SFP]:ip[H_SW]], S[ip[H_SW]:ip[H_SEND]]
     E, V = S[0:9 * NB], S[9 * NB:15 * NB]
     imu_buf, info = S[ip[H_SIMU]:ip[H_SIMU] + 13], S[ip[H_SINFO]:ip[H_SINFO] + 4]
@@ -72,66 +72,55 @@ def structured_tick(ip, S, q, dq, ddq, y):
     if floating and not _base_equation(ip, w):
         info[2] = 0.0
         return 2
-    status = _solution(ip, fp, w, S, E, V, False)  # by limbs (P4) or dense (condition estimate: limbs.py)
-    if status == 4:                                 # a variance by limbs has cancelled (limbs._variance)
-        status = _solution(ip, fp, w, S, E, V, True)
-    return status
-
-
-@njit
-def _solution(ip, fp, w, S, E, V, dense):
-    """The least squares in ``x`` (by limbs unless ``dense``; QR below :data:`_QR_THRESHOLD`), the base
-    acceleration, the outputs, the residual and the covariance into ``S`` (:func:`structured_tick`).
-    Returns the tick's status; 4 when a variance by limbs has cancelled (``cov`` unfinished: solve
-    again with ``dense``)."""
-    NX, MS, floating = ip[H_NX], ip[H_MS], ip[H_FLOAT]
-    xsol = S[ip[H_SX]:ip[H_SIMU]]
-    out, info = S[ip[H_SOUT]:ip[H_SINFO]], S[ip[H_SINFO]:ip[H_SINFO] + 4]
-    ratio = least_squares(ip, fp, w, dense)
-    w_h = ip[H_WH]
-    if ratio < _QR_THRESHOLD:
-        ratio = _qr_solve(ip, fp, w)
-        if not (ratio > _SINGULAR):
-            info[2] = ratio
-            return 2
-        ratio *= ratio                               # on the Cholesky ratio's scale: a squared sine
-    info[2] = ratio
-    w_a0, w_K, w_a00 = ip[H_WA0], ip[H_WK], ip[H_WA00]
-    if floating:
-        i_solc = ip[H_SOLC]
-        for k in range(6):
-            s = w[_u(w_a00 + k)]
-            for j in range(NX):
-                s += w[_u(w_K + 6 * j + k)] * w[_u(w_h + j)]
-            w[_u(w_a0 + k)] = s
-            if ip[_u(i_solc + k)] >= 0:
-                xsol[_u(ip[_u(i_solc + k)])] = s
-
-    # ---- outputs and residual
-    _outputs(ip, fp, w, E, V, out)
-    n_out = ip[H_NOUTM]
-    info[3] = 0.0
-    if ip[H_RED]:
-        _residual(ip, fp, w, out)
-        chi2 = 0.0                                   # the whitened residual's squared norm
-        for k in range(n_out, n_out + MS):
-            chi2 += out[_u(k)] * out[_u(k)]
-        info[3] = chi2
-        n_out += MS
-    for k in range(n_out):
-        if not np.isfinite(out[_u(k)]):
-            return 2
-    if ip[H_COV]:
-        cov = S[ip[H_SCOV]:ip[H_STAIL]]
-        if w[_u(ip[H_WLB])]:                        # the least squares went by limbs (P5)
-            if not limb_covariance(ip, fp, w, cov):
-                return 4
-        else:
-            covariance(ip, fp, w, cov)
-        for k in range(cov.shape[0]):
-            if not np.isfinite(cov[_u(k)]):
+    xsol, out = S[ip[H_SX]:ip[H_SIMU]], S[ip[H_SOUT]:ip[H_SINFO]]
+    for attempt in range(2):                        # by limbs (P4) or dense (condition estimate: limbs.py);
+        dense = attempt == 1                        # densely again where a variance by limbs cancels
+        ratio = least_squares(ip, fp, w, dense)
+        w_h = ip[H_WH]
+        if ratio < _QR_THRESHOLD:
+            ratio = _qr_solve(ip, fp, w)
+            if not (ratio > _SINGULAR):
+                info[2] = ratio
                 return 2
-    return 0
+            ratio *= ratio                           # on the Cholesky ratio's scale: a squared sine
+        info[2] = ratio
+        w_a0, w_K, w_a00 = ip[H_WA0], ip[H_WK], ip[H_WA00]
+        if floating:
+            i_solc = ip[H_SOLC]
+            for k in range(6):
+                s = w[_u(w_a00 + k)]
+                for j in range(NX):
+                    s += w[_u(w_K + 6 * j + k)] * w[_u(w_h + j)]
+                w[_u(w_a0 + k)] = s
+                if ip[_u(i_solc + k)] >= 0:
+                    xsol[_u(ip[_u(i_solc + k)])] = s
+
+        # ---- outputs and residual
+        _outputs(ip, fp, w, E, V, out)
+        n_out = ip[H_NOUTM]
+        info[3] = 0.0
+        if ip[H_RED]:
+            _residual(ip, fp, w, out)
+            chi2 = 0.0                               # the whitened residual's squared norm
+            for k in range(n_out, n_out + MS):
+                chi2 += out[_u(k)] * out[_u(k)]
+            info[3] = chi2
+            n_out += MS
+        for k in range(n_out):
+            if not np.isfinite(out[_u(k)]):
+                return 2
+        if ip[H_COV]:
+            cov = S[ip[H_SCOV]:ip[H_STAIL]]
+            if w[_u(ip[H_WLB])]:                    # the least squares went by limbs (P5)
+                if not limb_covariance(ip, fp, w, cov):
+                    continue                        # a variance has cancelled (limbs._variance): densely
+            else:
+                covariance(ip, fp, w, cov)
+            for k in range(cov.shape[0]):
+                if not np.isfinite(cov[_u(k)]):
+                    return 2
+        return 0
+    return 2
 
 
 _compiled = []
