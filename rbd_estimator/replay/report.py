@@ -43,25 +43,34 @@ def plot(results: dict, path: str, max_joints: int = 6) -> None:
 
 
 class Progress:
-    """A one-line text progress bar on stderr (redrawn at most every 0.2 s)."""
+    """A one-line text progress bar on stderr, redrawn at most every 0.2 s on a terminal; into a pipe
+    or a log file (no terminal) one line at :meth:`close`, with where the replay got to."""
 
     def __init__(self, stream=None, width: int = 30):
         self.stream = stream or sys.stderr
         self.width = width
         self._last = 0.0
         self._t0 = time.perf_counter()
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._state = None                      # the latest (done, total, seconds)
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
-        if now - self._last < 0.2 and done < total:
+        self._state = (done, total, now - self._t0)
+        if not self._tty or (now - self._last < 0.2 and done < total):
             return
         self._last = now
-        frac = min(1.0, done / total) if total else 1.0
-        bar = "#" * int(frac * self.width)
-        self.stream.write(f"\r[{bar:<{self.width}}] {100 * frac:5.1f}%  {done}/{total} messages  "
-                          f"{now - self._t0:.1f} s")
+        self.stream.write("\r" + self._line())
         self.stream.flush()
 
+    def _line(self) -> str:
+        done, total, seconds = self._state
+        frac = min(1.0, done / total) if total else 1.0
+        bar = "#" * int(frac * self.width)
+        return f"[{bar:<{self.width}}] {100 * frac:5.1f}%  {done}/{total} messages  {seconds:.1f} s"
+
     def close(self) -> None:
-        self.stream.write("\n")
+        if self._state is None:
+            return
+        self.stream.write(("" if self._tty else self._line()) + "\n")
         self.stream.flush()
