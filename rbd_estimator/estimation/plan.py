@@ -448,6 +448,13 @@ class StaticLU:
         from scipy.sparse.linalg import splu
         return splu(sp.csr_matrix((Ax, self.Ai, self.Ap), shape=(self.N, self.N)).tocsc())
 
+    def solves_as_superlu(self, Ax: np.ndarray, rhs: np.ndarray, x: np.ndarray) -> bool:
+        """Whether ``x``, the static pivots' solution with the values ``Ax`` and the right-hand side
+        ``rhs``, is SuperLU's partial-pivoting one to 1e-9 of the solution's size (plan time: a plan's
+        pivots hold at a state)."""
+        ref = self.superlu(Ax).solve(rhs)
+        return bool(np.max(np.abs(x - ref), initial=0.0) <= 1e-9 * max(1.0, np.max(np.abs(ref), initial=0.0)))
+
     def permute_rows(self, R: sp.spmatrix) -> tuple:
         """CSR triple of ``P R`` (right-hand-side maps)."""
         Rp = R.tocsr()[self.rows].tocsr()

@@ -30,11 +30,10 @@ def read_urdf(xml: str, floating_base: bool = False, keep_fixed=(), strict: bool
         return _build(xml, floating_base, keep_fixed, strict)
 
 
-def _check_kept(name: str, joints: dict) -> None:
-    """A joint to keep (``keep_fixed``, a force-torque sensor's) must be a fixed joint of the URDF;
-    else a :class:`ModelError` whose ``joint`` is ``name`` (the sensor configuration names its
-    parameter) and which suggests the closest fixed joint."""
-    fixed = [j for j, x in joints.items() if x.type == "fixed"]
+def _check_kept(name: str, joints: dict, fixed) -> None:
+    """A joint to keep (``keep_fixed``, a force-torque sensor's) must be a fixed joint of the URDF
+    (``fixed``, their names); else a :class:`ModelError` whose ``joint`` is ``name`` (the sensor
+    configuration names its parameter) and which suggests the closest fixed joint."""
     close = difflib.get_close_matches(name, fixed, n=1)
     if name not in joints:
         err = ModelError(f"joint '{name}' is not in the robot description"
@@ -64,13 +63,14 @@ def _build(xml: str, floating_base: bool, keep_fixed, strict: bool) -> dict:
     mimic = _mimic_joints(joints, strict)
     sensors = ft_sensor_tags(tree, joints)
     keep = set(keep_fixed) | set(sensors)
+    fixed = tuple(n for n, j in joints.items() if j.type == "fixed")
     for name in keep:
-        _check_kept(name, joints)
+        _check_kept(name, joints, fixed)
     for m in mimic:
         if m.joint in sensors or m.driver in sensors:
             raise ModelError(f"mimic joint '{m.joint}' cannot carry a force-torque sensor")
     model = dict(_number(robot.name or "robot", root, links, child_joints, keep, sensors, floating_base),
-                 mimic_joints=mimic, fixed_joints=tuple(n for n, j in joints.items() if j.type == "fixed"))
+                 mimic_joints=mimic, fixed_joints=fixed)
     model["imu_sensors"] = imu_frames(model["frames"], tree)
     _physical(_massless_subtree(model), strict)
     return model

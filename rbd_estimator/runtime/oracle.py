@@ -38,7 +38,7 @@ class PinocchioOracle:
         self.k_unbounded = np.array([k for k, b in enumerate(bounded) if not b], dtype=np.int64)
         self.q_idx = np.array([m.idx_qs[ids[k]] for k in self.k_bounded], dtype=np.int64)
         self.q_cos = np.array([m.idx_qs[ids[k]] for k in self.k_unbounded], dtype=np.int64)
-        self.v_idx = np.array([m.idx_vs[m.getJointId(n)] for n in joint_names], dtype=np.int64)
+        self.v_idx = np.array([m.idx_vs[j] for j in ids], dtype=np.int64)
         self.contacts = [self._frame(f) for f in contact_frames]
         self.imu = self._frame(imu_frame)[2] if (imu_frame and floating_base) else None
         self.q = pin.neutral(m)
