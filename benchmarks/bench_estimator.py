@@ -26,7 +26,6 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test")]
 
-import pinocchio as pin  # noqa: E402
 from common import machine, median_us, paired_median_us, rnea_at_neutral  # noqa: E402
 
 from groundtruth import GroundTruth  # noqa: E402
@@ -55,15 +54,12 @@ def main() -> None:
     q, dq, ddq, imu, ft = inputs["q"], inputs["dq"], inputs["ddq"], inputs["imu"], np.asarray(inputs["ft"])
     assert isinstance(ft, np.ndarray) and ft.shape == (len(ICUB_FT), 6)
 
-    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
-    pd = pm.createData()
-    pq, pv, pa = pin.neutral(pm), np.zeros(pm.nv), np.zeros(pm.nv)
+    rnea = rnea_at_neutral(xml, floating_base=True)
 
     print(f"machine: {machine()}")
     print(f"robot: iCub, {model.NB} bodies, {model.n_joints} joints, floating base; {generic.report.summary()}")
     print(structured._structured.summary())
-    t_pin, t_str = paired_median_us(lambda: pin.rnea(pm, pd, pq, pv, pa),
-                                    lambda: structured.estimate(q, dq, ddq, imu=imu, ft=ft), args.calls)
+    t_pin, t_str = paired_median_us(rnea, lambda: structured.estimate(q, dq, ddq, imu=imu, ft=ft), args.calls)
     t_gen = median_us(lambda: generic.estimate(q, dq, ddq, imu=imu, ft=ft), max(500, args.calls // 5))
     diff = np.max(np.abs(structured.estimate(q, dq, ddq, imu=imu, ft=ft).tau
                          - generic.estimate(q, dq, ddq, imu=imu, ft=ft).tau))

@@ -24,8 +24,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test")]
 
-import pinocchio as pin  # noqa: E402
-from common import machine, median_us, paired_median_us  # noqa: E402
+from common import machine, median_us, paired_median_us, rnea_at_neutral  # noqa: E402
 from groundtruth import GroundTruth  # noqa: E402
 from rbd_estimator import robots  # noqa: E402
 from rbd_estimator.estimation import SensorConfig, estimator_for  # noqa: E402
@@ -71,9 +70,7 @@ def main() -> None:
         inputs, _ = GroundTruth(xml, est).sample(np.random.default_rng(0))
         q, dq, ddq = inputs["q"], inputs["dq"], inputs["ddq"]
         y = est.measurements.fill(**{k: v for k, v in inputs.items() if k not in ("q", "dq", "ddq")}).copy()
-        pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
-        pd, pq, pv = pm.createData(), pin.neutral(pm), np.zeros(pm.nv)
-        rnea = lambda: pin.rnea(pm, pd, pq, pv, pv)  # noqa: E731
+        rnea = rnea_at_neutral(xml, floating_base=True)
         tr = OffsetTracker(cfg)
         tick = lambda: tr.estimate(est, q, dq, ddq, y, 1e-3)  # noqa: E731
         t_pin, t_est = paired_median_us(rnea, lambda: est.estimate(q, dq, ddq, y=y), calls)
