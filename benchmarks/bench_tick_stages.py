@@ -36,31 +36,29 @@ from rbd_estimator.estimation.structured import tick as T  # noqa: E402
 from rbd_estimator.estimation.structured.covariance import _torque_rows  # noqa: E402
 from rbd_estimator.estimation.structured.layout import (H_ACTF, H_ACTI, H_COV, H_FLOAT, H_IMUB, H_IMUY,  # noqa: E402
     H_NACT, H_NB, H_NH, H_NLB, H_NIMU, H_NX, H_RED, H_SCOV, H_SEND, H_SFP, H_SIMU, H_SINFO, H_SOUT, H_STAIL, H_SW, H_WBH,
-    H_WBA, H_WH, H_WMS, H_WNAA, H_WNAH, H_WNHH)
+    H_WH, H_WMS, H_WNHH)
 from rbd_estimator.estimation.structured.limbs import _limb_solve, _zero_blocks  # noqa: E402
 from rbd_estimator.estimation.structured.solve import (_add_prior, _base_coupling, _cholesky_solve,  # noqa: E402
-    _normal_equations, _sensor_rows)
+    _normal_equations)
 from rbd_estimator.estimation.structured.solver import SIGNATURE  # noqa: E402
 
 VARIANTS = {"measured": dict(joint_acceleration_stddev=0.5), "mean-measured": dict(joint_acceleration_stddev=0.5,
             covariance=False), "covariance": {}, "mean": dict(covariance=False)}
 STAGES = ["IMU sample copy", "finite checks", "forward kinematics", "backward pass, sources", "observations",
-          "joint columns ⁰S_j, F_j", "δ columns", "base equation", "normal equations: sensor rows",
-          "normal equations: all", "solve (by limbs, or Cholesky)", "outputs and residual", "covariance: torque rows",
+          "joint columns ⁰S_j, F_j", "δ columns", "base equation", "normal equations: sensor rows and products",
+          "normal equations: prior, base coupling", "solve (by limbs, or Cholesky)", "outputs and residual", "covariance: torque rows",
           "covariance: all"]
 
 
 @njit
 def _rows_alone(ip, fp, w):
-    """The normal equations' zeroing and sensor rows, without the rank-12 term."""
-    NX = ip[H_NX]
-    for o, n in ((ip[H_WNAA], 36), (ip[H_WNAH], 6 * NX), (ip[H_WNHH], NX * NX), (ip[H_WBA], 6), (ip[H_WBH], NX)):
-        for k in range(n):
-            w[o + k] = 0.0
-    if NX > ip[H_NH]:
-        _sensor_rows(ip, fp, w, True)
+    """The normal equations' sensor rows and their products, as the tick makes them (by limbs: only
+    the blocks' entries of ``N_hh`` zeroed), without the prior and the base coupling."""
+    if ip[H_NLB] > 0:
+        _zero_blocks(ip, w)
+        _normal_equations(ip, fp, w, False)
     else:
-        _sensor_rows(ip, fp, w, False)
+        _normal_equations(ip, fp, w)
 
 
 @njit
@@ -106,15 +104,10 @@ def _prefix(ip, S, q, dq, ddq, y, upto, reps):
             T._base_equation(ip, w)
         if upto < 8:
             continue
-        _rows_alone(ip, fp, w)
+        _rows_alone(ip, fp, w)                        # (by limbs: limbs.least_squares's parts)
         if upto < 9:
             continue
         limbs = ip[H_NLB] > 0
-        if limbs:                                     # by limbs (limbs.least_squares): its parts
-            _zero_blocks(ip, w)
-            _normal_equations(ip, fp, w, False)
-        else:
-            _normal_equations(ip, fp, w)
         _add_prior(ip, fp, w)
         if limbs:
             if upto < 10:
@@ -173,12 +166,12 @@ def main() -> None:
                for k in range(len(STAGES))]
         print(f"{name} ({args.variant}): n_x = {ip[H_NX]}, n_h = {ip[H_NH]}; µs per tick")
         for k, label in enumerate(STAGES):        # (the sensor rows and the torque rows are run twice)
-            print(f"  {label:34s} {cum[k] - (cum[k - 1] if k else 0.0):6.2f}")
+            print(f"  {label:44s} {cum[k] - (cum[k - 1] if k else 0.0):6.2f}")
         kernel = T.compiled_tick().get_overload(SIGNATURE)
         for label, fn in (("compiled kernel, one call", lambda: kernel(ip, S, q, dq, ddq, y)),
                           ("estimate(q, dq, ddq, y=y)", lambda: est.estimate(q, dq, ddq, y=y))):
             t = min(timeit.repeat(fn, number=args.reps, repeat=args.rounds)) / args.reps * 1e6
-            print(f"  {label:34s} {t:6.2f}")
+            print(f"  {label:44s} {t:6.2f}")
 
 
 if __name__ == "__main__":
