@@ -12,8 +12,10 @@ arguments) and ``estimate(q, dq, ddq, y=y)``, each the best of ``--rounds`` × `
 Variants: ``measured`` (``joint_acceleration_stddev: 0.5``, mean and covariance), ``mean-measured``,
 ``covariance`` (the shipped configuration), ``mean``. Where the plan has limb blocks (measured
 accelerations, ``structured/limbs.py``) the solve stage is the solve by limbs (no rank-12 term in the
-normal equations) and the torque rows are made inside the covariance (their stage is empty).
-A benchmark, not a test: it asserts nothing.
+normal equations) and the torque rows are made inside the covariance (their stage is empty); on the
+dense path the solve is refined once below ``_REFINE_THRESHOLD``, as the tick does. Not mirrored: the
+tick's fallbacks (by limbs to dense, Cholesky to QR), which the benchmark's one state does not take
+(its solve stage would show them). A benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
 
@@ -36,10 +38,10 @@ from rbd_estimator.estimation.structured import tick as T  # noqa: E402
 from rbd_estimator.estimation.structured.covariance import _torque_rows  # noqa: E402
 from rbd_estimator.estimation.structured.layout import (H_ACTF, H_ACTI, H_COV, H_FLOAT, H_IMUB, H_IMUY,  # noqa: E402
     H_NACT, H_NB, H_NH, H_NLB, H_NIMU, H_NX, H_RED, H_SCOV, H_SEND, H_SFP, H_SIMU, H_SINFO, H_SOUT, H_STAIL, H_SW, H_WBH,
-    H_WH, H_WMS, H_WNHH)
+    H_WH, H_WMS, H_WNHH, _QR_THRESHOLD, _REFINE_THRESHOLD)
 from rbd_estimator.estimation.structured.limbs import _limb_solve, _zero_blocks  # noqa: E402
 from rbd_estimator.estimation.structured.solve import (_add_prior, _base_coupling, _cholesky_solve,  # noqa: E402
-    _normal_equations)
+    _normal_equations, _refine)
 from rbd_estimator.estimation.structured.solver import SIGNATURE  # noqa: E402
 
 VARIANTS = {"measured": dict(joint_acceleration_stddev=0.5), "mean-measured": dict(joint_acceleration_stddev=0.5,
@@ -47,7 +49,7 @@ VARIANTS = {"measured": dict(joint_acceleration_stddev=0.5), "mean-measured": di
 STAGES = ["IMU sample copy", "finite checks", "forward kinematics", "backward pass, sources", "observations",
           "joint columns ⁰S_j, F_j", "δ columns", "base equation", "normal equations: sensor rows and products",
           "normal equations: prior, base coupling", "solve (by limbs, or Cholesky)", "outputs and residual", "covariance: torque rows",
-          "covariance: all"]
+          "covariance: substitutions (by limbs: all of it)"]
 
 
 @njit
@@ -118,7 +120,10 @@ def _prefix(ip, S, q, dq, ddq, y, upto, reps):
                 _base_coupling(ip, w)
             if upto < 10:
                 continue
-            acc += _cholesky_solve(w, ip[H_WNHH], NX, w, ip[H_WBH], w, ip[H_WH])
+            ratio = _cholesky_solve(w, ip[H_WNHH], NX, w, ip[H_WBH], w, ip[H_WH])
+            if _QR_THRESHOLD <= ratio < _REFINE_THRESHOLD:       # as limbs.least_squares: refined once
+                _refine(ip, fp, w)
+            acc += ratio
         if upto < 11:
             continue
         T._outputs(ip, fp, w, E, V, out)
