@@ -131,9 +131,9 @@ def _prefix(ip, S, q, dq, ddq, y, upto, reps):
             T._residual(ip, fp, w, out)
         if upto < 12 or not ip[H_COV]:
             continue
-        if not limbs:                                 # (by limbs, each output's row is made in its block)
-            _torque_rows(ip, fp, w)
-        if upto < 13:
+        if upto < 13:                                 # the torque rows alone (by limbs each output's row is
+            if not limbs:                             # made in its block): the covariance makes them again
+                _torque_rows(ip, fp, w)
             continue
         if limbs:
             T.limb_covariance(ip, fp, w, S[ip[H_SCOV]:ip[H_STAIL]])
@@ -170,13 +170,13 @@ def main() -> None:
         cum = [best_us(lambda: _prefix(ip, S, q, dq, ddq, y, k, args.reps), args.reps, args.rounds)
                for k in range(len(STAGES))]
         print(f"{name} ({args.variant}): n_x = {ip[H_NX]}, n_h = {ip[H_NH]}; µs per tick")
-        for k, label in enumerate(STAGES):        # (the sensor rows and the torque rows are run twice)
-            print(f"  {label:44s} {cum[k] - (cum[k - 1] if k else 0.0):6.2f}")
+        for k, label in enumerate(STAGES):
+            print(f"  {label:48s} {cum[k] - (cum[k - 1] if k else 0.0):6.2f}")
         kernel = T.compiled_tick().get_overload(SIGNATURE)
         for label, fn in (("compiled kernel, one call", lambda: kernel(ip, S, q, dq, ddq, y)),
                           ("estimate(q, dq, ddq, y=y)", lambda: est.estimate(q, dq, ddq, y=y))):
             t = min(timeit.repeat(fn, number=args.reps, repeat=args.rounds)) / args.reps * 1e6
-            print(f"  {label:44s} {t:6.2f}")
+            print(f"  {label:48s} {t:6.2f}")
 
 
 if __name__ == "__main__":
