@@ -109,7 +109,7 @@ class Slot:
 
 class _Layouts:
     """Joint-name layout of incoming messages → gather indices into model order, computed once per
-    layout (the result is cached by the tuple of names)."""
+    layout (the result, with a rejected layout's joints at fault, is cached by the tuple of names)."""
 
     def __init__(self, model_joints, require_all: bool, ignored=()):
         self.index = {n: k for k, n in enumerate(model_joints)}
@@ -125,14 +125,16 @@ class _Layouts:
         index of model joint ``k`` (``require_all``); otherwise ``gather[i]`` is the message index
         of the model joint ``positions[i]`` (ignored joints skipped)."""
         key = tuple(names)
-        hit = self._cache.get(key)
-        if hit is None:
+        entry = self._cache.get(key)
+        if entry is None:
             hit = self._build(key)
+            entry = (hit, self._why(key) if isinstance(hit, str) else "")
             if len(self._cache) > 16:
                 self._cache.clear()
-            self._cache[key] = hit
+            self._cache[key] = entry
+        hit, why = entry
         if isinstance(hit, str):
-            self.problem = self._why(key)
+            self.problem = why
         return hit
 
     def _why(self, names) -> str:
