@@ -34,16 +34,16 @@ def _check_kept(name: str, joints: dict, fixed) -> None:
     """A joint to keep (``keep_fixed``, a force-torque sensor's) must be a fixed joint of the URDF
     (``fixed``, their names); else a :class:`ModelError` whose ``joint`` is ``name`` (the sensor
     configuration names its parameter) and which suggests the closest fixed joint."""
+    if name in joints and joints[name].type == "fixed":
+        return
     close = difflib.get_close_matches(name, fixed, n=1)
     if name not in joints:
         err = ModelError(f"joint '{name}' is not in the robot description"
                          + (f" (did you mean the fixed joint '{close[0]}'?)" if close else ""))
-    elif joints[name].type != "fixed":
+    else:
         err = ModelError(f"joint '{name}' is {joints[name].type}: only fixed joints can be kept "
                          f"(force-torque sensors must sit on fixed joints"
                          + (f"; the closest fixed joint is '{close[0]}')" if close else ")"))
-    else:
-        return
     err.joint = name
     raise err
 
