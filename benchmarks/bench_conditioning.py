@@ -89,11 +89,11 @@ def _sweep():
         base = SensorConfig.from_yaml(robots.params_file(name)).to_parameters()
         fts = base.get("ft_sensors", [])
         weak = ft if ft in fts else (fts[-1] if fts else None)
+        if weak is None:
+            continue
         for k in range(0, 9):
             for prior in (1e2, 1e5, 1e8):
                 p = dict(base)
-                if weak is None:
-                    continue
                 p[f"ft.{weak}.force_stddev"] = p.get(f"ft.{weak}.force_stddev", 1.0) * 10.0 ** k
                 p[f"ft.{weak}.torque_stddev"] = p.get(f"ft.{weak}.torque_stddev", 0.05) * 10.0 ** k
                 p["joint_acceleration_stddev"] = 0.1
